@@ -1,0 +1,41 @@
+#include "strata/base/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace strata {
+
+Status ParallelFor(int64_t n, int workers, const std::function<Status(int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  int64_t failed_index = n;
+  Status failure;
+  auto work = [&] {
+    while (!failed.load(std::memory_order_relaxed)) {
+      int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n) return;
+      Status s = fn(i);
+      if (!s.ok()) {
+        std::lock_guard lock(mu);
+        if (i < failed_index) {
+          failed_index = i;
+          failure = std::move(s);
+        }
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  int threads = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(workers, n), 1, 1024));
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return failure;
+}
+
+}  // namespace strata

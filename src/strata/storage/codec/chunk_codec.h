@@ -1,0 +1,74 @@
+// ChunkCodec: turns a whole chunk (an N-d array of elements) into the bytes
+// stored under its key, and back, per a ChunkEncoding.
+//
+// Lifecycle: Make() once per array (it validates the encoding against the chunk
+// shape and builds the bytes codecs); then Encode/Decode any number of chunks
+// from any number of threads (immutable, thread-safe).
+//
+// Copies. `read_copies()` and `write_copies()` report how many chunk-sized
+// buffers besides the chunk itself a decode/encode needs, for the memory
+// contract (shared/DESIGN.md): an identity encoding (C order, native endian, no
+// compression) reads 0 (the store reads straight into the destination), a
+// compressed one 1 (the encoded bytes); a transpose or byte swap plus a
+// compressor may need 2.
+#ifndef STRATA_STORAGE_CODEC_CHUNK_CODEC_H_
+#define STRATA_STORAGE_CODEC_CHUNK_CODEC_H_
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/memory_pool.h"
+#include "strata/core/ndarray.h"
+#include "strata/storage/codec/codec.h"
+#include "strata/storage/codec/codec_spec.h"
+
+namespace strata {
+
+class ChunkCodec {
+ public:
+  // InvalidArgument when `encoding.transpose` is not a permutation of the
+  // chunk's axes or a codec's options are invalid.
+  static Result<std::shared_ptr<const ChunkCodec>> Make(ChunkEncoding encoding, Shape chunk_shape);
+
+  const ChunkEncoding& encoding() const { return encoding_; }
+  const Shape& chunk_shape() const { return chunk_shape_; }
+  // Decoded bytes of one chunk.
+  int64_t chunk_bytes() const { return chunk_bytes_; }
+
+  // True when stored bytes are exactly the C-order native-endian elements, so
+  // a store can read them straight into a chunk buffer.
+  bool is_identity() const { return identity_; }
+
+  // Decodes `encoded` into `out`, a view of the full chunk shape (any strides).
+  // `scratch` provides temporary buffers. DataLoss when the bytes are corrupt or
+  // do not decode to exactly chunk_bytes(); the message names the codec.
+  Status Decode(std::span<const std::byte> encoded, const ArrayView& out,
+                MemoryPool& scratch) const;
+
+  // Encodes `chunk` (the full chunk shape, any strides) into a new buffer from
+  // `pool`, sized to the encoded length.
+  Result<Buffer> Encode(const ConstArrayView& chunk, MemoryPool& pool) const;
+
+  // Chunk-sized buffers beyond the chunk itself that Decode/Encode hold at
+  // once (see the file comment).
+  int read_copies() const { return read_copies_; }
+  int write_copies() const { return write_copies_; }
+
+ private:
+  ChunkCodec() = default;
+
+  ChunkEncoding encoding_;
+  Shape chunk_shape_;
+  int64_t chunk_bytes_ = 0;
+  bool identity_ = false;
+  bool needs_byteswap_ = false;
+  int read_copies_ = 0;
+  int write_copies_ = 0;
+  std::vector<std::unique_ptr<const BytesCodec>> codecs_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_STORAGE_CODEC_CHUNK_CODEC_H_

@@ -1,0 +1,80 @@
+// BytesCodec: a bytes -> bytes stage of a chunk's encoding (a compressor or a
+// checksum), and MakeBytesCodec to build one from its spec.
+//
+// Lifecycle: build once per array from its metadata (MakeBytesCodec), then call
+// Encode/Decode for any number of chunks from any number of threads: codecs are
+// immutable and thread-safe.
+//
+// Decoding writes straight into the caller's destination whenever the format
+// records (or the caller knows) the decoded size: no intermediate copy. That is
+// what makes a compressed read cost one buffer (the encoded bytes) beside the
+// chunk, not two.
+#ifndef STRATA_STORAGE_CODEC_CODEC_H_
+#define STRATA_STORAGE_CODEC_CODEC_H_
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "strata/base/status.h"
+#include "strata/core/memory_pool.h"
+#include "strata/storage/codec/codec_spec.h"
+
+namespace strata {
+
+class BytesCodec {
+ public:
+  virtual ~BytesCodec() = default;
+
+  virtual const BytesCodecSpec& spec() const = 0;
+
+  // An upper bound on the encoded size of `decoded_size` bytes.
+  virtual int64_t MaxEncodedSize(int64_t decoded_size) const = 0;
+
+  // Encodes `input` into `output`, which holds at least
+  // MaxEncodedSize(input.size()) bytes; returns the encoded length.
+  // Internal on a library failure.
+  virtual Result<int64_t> EncodeInto(std::span<const std::byte> input,
+                                     std::span<std::byte> output) const = 0;
+
+  // The decoded size recorded in the encoded bytes' header (blosc, zstd, lz4),
+  // or nullopt for formats without one (zlib, gzip). DataLoss when the header
+  // itself is malformed.
+  virtual Result<std::optional<int64_t>> DecodedSize(std::span<const std::byte> encoded) const = 0;
+
+  // Decodes `input` into exactly `output`. DataLoss when the input is corrupt,
+  // truncated, or decodes to a size other than output.size(); the message
+  // gives both sizes.
+  virtual Status DecodeInto(std::span<const std::byte> input,
+                            std::span<std::byte> output) const = 0;
+
+  // Checksum codecs decode to a sub-range of their input (the bytes before the
+  // checksum) after verifying it; they return true here and implement
+  // DecodedSubrange, so that decoding costs no copy. DataLoss on a mismatch.
+  virtual bool decodes_to_subrange() const { return false; }
+  virtual Result<std::span<const std::byte>> DecodedSubrange(
+      std::span<const std::byte> input) const;
+
+  // Encode into a new buffer from `pool`, sized to the encoded length.
+  Result<Buffer> Encode(std::span<const std::byte> input, MemoryPool& pool) const;
+
+  // Decode into a new buffer from `pool`. Uses DecodedSize when the format has
+  // it; otherwise grows the buffer. `size_hint` (when known, e.g. the chunk's
+  // byte size for the innermost codec) is checked against the result.
+  Result<Buffer> Decode(std::span<const std::byte> input, MemoryPool& pool,
+                        std::optional<int64_t> size_hint = std::nullopt) const;
+};
+
+// Builds a codec. `dtype_size` is the element size of the array (used by blosc
+// for shuffling when spec.typesize is 0). InvalidArgument for invalid options
+// (unknown blosc cname, a level out of range), naming the option.
+Result<std::unique_ptr<const BytesCodec>> MakeBytesCodec(const BytesCodecSpec& spec, int dtype_size);
+
+// CRC-32C (Castagnoli) of `data`, hardware-accelerated where the CPU allows.
+uint32_t Crc32c(std::span<const std::byte> data, uint32_t crc = 0);
+
+}  // namespace strata
+
+#endif  // STRATA_STORAGE_CODEC_CODEC_H_

@@ -1,0 +1,262 @@
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+
+#include "strata/storage/store.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kTempMarker = ".strata-tmp-";
+
+// Closes a file descriptor on scope exit.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports the error close() gives (it can report a failed write).
+  int Close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+Status ReadFully(int fd, std::byte* out, int64_t size, int64_t offset, const std::string& path) {
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out + done, static_cast<size_t>(size - done), offset + done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, fmt::format("reading {}", path));
+    }
+    if (n == 0) {
+      return DataLossError(
+          fmt::format("{} shrank while being read ({} of {} bytes)", path, done, size));
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status WriteFully(int fd, const std::byte* data, int64_t size, const std::string& path) {
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, static_cast<size_t>(size - done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, fmt::format("writing {}", path));
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
+// Opens `path` for reading; NotFound when absent or a directory.
+Result<int> OpenForRead(const std::string& path, int64_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError(fmt::format("{} not found", path));
+    return ErrnoToStatus(errno, fmt::format("opening {}", path));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = ErrnoToStatus(errno, fmt::format("stat {}", path));
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotFoundError(fmt::format("{} is not a file", path));
+  }
+  *size = st.st_size;
+  return fd;
+}
+
+Status MakeDirectories(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return ErrnoToStatus(ec.value(), fmt::format("creating directory {}", dir));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool LocalStore::IsTempName(std::string_view file_name) {
+  return file_name.find(kTempMarker) != std::string_view::npos;
+}
+
+Result<std::unique_ptr<LocalStore>> LocalStore::Open(std::string root, Options options) {
+  if (root.empty()) return InvalidArgumentError("empty directory path");
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) {
+    if (errno != ENOENT) return ErrnoToStatus(errno, fmt::format("opening {}", root));
+    if (!options.create) return NotFoundError(fmt::format("{} does not exist", root));
+    STRATA_RETURN_IF_ERROR(MakeDirectories(root));
+  } else if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(fmt::format("{} is not a directory", root));
+  }
+  return std::unique_ptr<LocalStore>(new LocalStore(std::move(root), options));
+}
+
+Result<std::string> LocalStore::PathOf(std::string_view key) const {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  std::string path = root_;
+  path += '/';
+  path += key;
+  return path;
+}
+
+Result<Buffer> LocalStore::Get(std::string_view key, MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  int64_t size = 0;
+  STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path, &size));
+  FileDescriptor fd(raw_fd);
+  STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(size));
+  STRATA_RETURN_IF_ERROR(ReadFully(fd.get(), buffer.data(), size, 0, path));
+  return buffer;
+}
+
+Result<Buffer> LocalStore::GetRange(std::string_view key, int64_t offset, int64_t length,
+                                    MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  if (offset < 0 || length < 0) {
+    return InvalidArgumentError(fmt::format("invalid byte range {}+{} of {}", offset, length, path));
+  }
+  int64_t size = 0;
+  STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path, &size));
+  FileDescriptor fd(raw_fd);
+  if (offset > size) {
+    return OutOfRangeError(
+        fmt::format("byte range starts at {} past the end of {} ({} bytes)", offset, path, size));
+  }
+  int64_t n = std::min(length, size - offset);
+  STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(n));
+  STRATA_RETURN_IF_ERROR(ReadFully(fd.get(), buffer.data(), n, offset, path));
+  return buffer;
+}
+
+Status LocalStore::GetInto(std::string_view key, std::span<std::byte> out) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  int64_t size = 0;
+  STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path, &size));
+  FileDescriptor fd(raw_fd);
+  if (size != static_cast<int64_t>(out.size())) {
+    return DataLossError(
+        fmt::format("{} holds {} bytes, expected {}", path, size, out.size()));
+  }
+  return ReadFully(fd.get(), out.data(), size, 0, path);
+}
+
+Result<std::optional<int64_t>> LocalStore::Size(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<int64_t>();
+    return ErrnoToStatus(errno, fmt::format("stat {}", path));
+  }
+  if (!S_ISREG(st.st_mode)) return std::optional<int64_t>();
+  return std::optional<int64_t>(st.st_size);
+}
+
+Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  size_t slash = path.rfind('/');
+  std::string dir = path.substr(0, slash);
+  std::string name = path.substr(slash + 1);
+  static std::atomic<uint64_t> counter{0};
+  std::string temp = fmt::format("{}/.{}{}{}-{}", dir, name, kTempMarker, ::getpid(),
+                                 counter.fetch_add(1, std::memory_order_relaxed));
+  int raw_fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (raw_fd < 0 && errno == ENOENT) {
+    STRATA_RETURN_IF_ERROR(MakeDirectories(dir));
+    raw_fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+  if (raw_fd < 0) return ErrnoToStatus(errno, fmt::format("creating {}", path));
+  FileDescriptor fd(raw_fd);
+  Status s = WriteFully(fd.get(), value.data(), static_cast<int64_t>(value.size()), path);
+  if (s.ok() && options_.fsync && ::fsync(fd.get()) != 0) {
+    s = ErrnoToStatus(errno, fmt::format("syncing {}", path));
+  }
+  if (s.ok() && fd.Close() != 0) s = ErrnoToStatus(errno, fmt::format("writing {}", path));
+  if (s.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
+    s = ErrnoToStatus(errno, fmt::format("renaming into {}", path));
+  }
+  if (!s.ok()) {
+    ::unlink(temp.c_str());
+    return s;
+  }
+  if (options_.fsync) {
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  return Status::Ok();
+}
+
+Status LocalStore::Erase(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
+    if (errno == EISDIR) return Status::Ok();  // a directory is not a key
+    return ErrnoToStatus(errno, fmt::format("removing {}", path));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> LocalStore::List(std::string_view prefix) {
+  // Walk the deepest directory the prefix names, then filter by the full prefix.
+  std::string dir_key;
+  size_t slash = prefix.rfind('/');
+  if (slash != std::string_view::npos) dir_key = std::string(prefix.substr(0, slash));
+  if (!dir_key.empty()) STRATA_RETURN_IF_ERROR(ValidateKey(dir_key));
+  fs::path dir = dir_key.empty() ? fs::path(root_) : fs::path(root_) / dir_key;
+  std::vector<std::string> keys;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return keys;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return ErrnoToStatus(ec.value(), fmt::format("listing {}", dir.string()));
+  size_t root_len = root_.size() + 1;
+  for (; it != end; it.increment(ec)) {
+    if (ec) return ErrnoToStatus(ec.value(), fmt::format("listing {}", dir.string()));
+    if (!it->is_regular_file(ec)) continue;
+    std::string name = it->path().filename().string();
+    if (IsTempName(name)) continue;
+    std::string key = it->path().string().substr(root_len);
+    if (key.compare(0, prefix.size(), prefix) == 0) keys.push_back(std::move(key));
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+Status LocalStore::ErasePrefix(std::string_view prefix) {
+  if (prefix.empty() || prefix.back() != '/') return Store::ErasePrefix(prefix);
+  std::string dir_key(prefix.substr(0, prefix.size() - 1));
+  STRATA_RETURN_IF_ERROR(ValidateKey(dir_key));
+  std::error_code ec;
+  fs::remove_all(fs::path(root_) / dir_key, ec);
+  if (ec) return ErrnoToStatus(ec.value(), fmt::format("removing {}/{}", root_, dir_key));
+  return Status::Ok();
+}
+
+}  // namespace strata

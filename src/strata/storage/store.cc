@@ -1,0 +1,80 @@
+#include "strata/storage/store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace strata {
+
+Status ValidateKey(std::string_view key) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgumentError(fmt::format("invalid store key '{}': {}", key, why));
+  };
+  if (key.empty()) return bad("empty");
+  if (key.front() == '/') return bad("absolute keys are not allowed");
+  if (key.find('\0') != std::string_view::npos) return bad("contains a NUL byte");
+  if (key.find('\\') != std::string_view::npos) return bad("contains a backslash");
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t slash = key.find('/', start);
+    std::string_view part =
+        key.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (part.empty()) return bad("empty path component");
+    if (part == "." || part == "..") return bad("'.' and '..' would escape the store root");
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return Status::Ok();
+}
+
+std::string JoinKey(std::string_view prefix, std::string_view key) {
+  if (prefix.empty()) return std::string(key);
+  if (key.empty()) return std::string(prefix);
+  std::string out(prefix);
+  if (out.back() != '/') out += '/';
+  out += key;
+  return out;
+}
+
+Status Store::ErasePrefix(std::string_view prefix) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, List(prefix));
+  for (const std::string& key : keys) STRATA_RETURN_IF_ERROR(Erase(key));
+  return Status::Ok();
+}
+
+Result<bool> Store::Exists(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
+  return size.has_value();
+}
+
+Result<std::string> Store::GetString(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(Buffer buffer, Get(key, *MemoryPool::Default()));
+  return std::string(reinterpret_cast<const char*>(buffer.data()),
+                     static_cast<size_t>(buffer.size()));
+}
+
+Result<StoreAndPrefix> OpenStoreUrl(std::string_view url, bool create) {
+  if (url.empty()) return InvalidArgumentError("empty path");
+  if (url.rfind("memory://", 0) == 0) {
+    std::string prefix(url.substr(9));
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    if (!prefix.empty()) STRATA_RETURN_IF_ERROR(ValidateKey(prefix));
+    return StoreAndPrefix{std::make_shared<MemoryStore>(), prefix};
+  }
+  std::string_view path = url;
+  if (path.rfind("file://", 0) == 0) path.remove_prefix(7);
+  size_t scheme = path.find("://");
+  if (scheme != std::string_view::npos) {
+    return InvalidArgumentError(
+        fmt::format("unsupported URL scheme '{}' in '{}' (expected a local path, file:// or "
+                    "memory://)",
+                    path.substr(0, scheme), url));
+  }
+  LocalStore::Options options;
+  options.create = create;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalStore> store,
+                          LocalStore::Open(std::string(path), options));
+  return StoreAndPrefix{std::move(store), ""};
+}
+
+}  // namespace strata

@@ -1,0 +1,163 @@
+// Store: a key-value store of byte strings, the ground every Zarr array stands on.
+//
+// Keys are relative paths with '/' separators ("a.zarr/0.1"). A key with an
+// empty component, a "." or ".." component, a leading '/', a backslash or a
+// NUL is refused with InvalidArgument, so no key can reach outside the store.
+//
+// Implementations: LocalStore (a directory), MemoryStore (a map; tests and
+// scratch), and later ShmStore and S3Store. All run one conformance suite
+// (store_test_util.h).
+//
+// Thread-safety: every method of every implementation is safe to call
+// concurrently. Writes of one key are atomic: a reader sees the old value or
+// the new one, never a torn mix, and a crash never leaves a partial value.
+#ifndef STRATA_STORAGE_STORE_H_
+#define STRATA_STORAGE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/memory_pool.h"
+
+namespace strata {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The value of `key` in a buffer from `pool`. NotFound when absent.
+  virtual Result<Buffer> Get(std::string_view key, MemoryPool& pool) = 0;
+
+  // Bytes [offset, offset + length) of `key`, clipped at its end; OutOfRange
+  // when offset is past the end. NotFound when absent.
+  virtual Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
+                                  MemoryPool& pool) = 0;
+
+  // Reads the value of `key` into exactly `out`: DataLoss when its size is not
+  // out.size() (a truncated or oversized chunk). Lets an uncompressed chunk go
+  // from the store straight into its destination with no copy.
+  virtual Status GetInto(std::string_view key, std::span<std::byte> out) = 0;
+
+  // Size of the value of `key`, or nullopt when absent.
+  virtual Result<std::optional<int64_t>> Size(std::string_view key) = 0;
+
+  // Stores `value` under `key` atomically, replacing any old value.
+  virtual Status Set(std::string_view key, std::span<const std::byte> value) = 0;
+  Status Set(std::string_view key, std::string_view value) {
+    return Set(key, std::as_bytes(std::span(value.data(), value.size())));
+  }
+
+  // Removes `key`; OK when it was absent.
+  virtual Status Erase(std::string_view key) = 0;
+
+  // Every key under `prefix` ("" for all; otherwise a key prefix ending at a
+  // '/' boundary, e.g. "a.zarr/"), sorted.
+  virtual Result<std::vector<std::string>> List(std::string_view prefix) = 0;
+
+  // Removes every key under `prefix`.
+  virtual Status ErasePrefix(std::string_view prefix);
+
+  Result<bool> Exists(std::string_view key);
+
+  // Reads `key` as text (metadata documents); NotFound when absent.
+  Result<std::string> GetString(std::string_view key);
+
+  // Where this store lives, for messages: "/data/out", "memory://", "s3://b/p".
+  virtual std::string url() const = 0;
+};
+
+// InvalidArgument when `key` is not a valid store key (see the file comment).
+Status ValidateKey(std::string_view key);
+
+// "a/b" + "c" -> "a/b/c"; either may be empty.
+std::string JoinKey(std::string_view prefix, std::string_view key);
+
+// A store rooted at a directory. Values are files; Set writes a hidden
+// temporary file in the same directory and renames it over the key, so readers
+// and crashes never see a torn value.
+class LocalStore : public Store {
+ public:
+  struct Options {
+    // Create the root directory if missing.
+    bool create = true;
+    // fsync files and directories after writing (durability against power
+    // loss, not needed against process crashes).
+    bool fsync = false;
+  };
+
+  // NotFound when the root is missing and !create; PermissionDenied or
+  // InvalidArgument when it cannot be used.
+  static Result<std::unique_ptr<LocalStore>> Open(std::string root, Options options);
+  static Result<std::unique_ptr<LocalStore>> Open(std::string root) {
+    return Open(std::move(root), Options{});
+  }
+
+  Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
+                          MemoryPool& pool) override;
+  Status GetInto(std::string_view key, std::span<std::byte> out) override;
+  Result<std::optional<int64_t>> Size(std::string_view key) override;
+  Status Set(std::string_view key, std::span<const std::byte> value) override;
+  using Store::Set;
+  Status Erase(std::string_view key) override;
+  Result<std::vector<std::string>> List(std::string_view prefix) override;
+  Status ErasePrefix(std::string_view prefix) override;
+  std::string url() const override { return root_; }
+
+  const std::string& root() const { return root_; }
+  // The file path of `key` (validated).
+  Result<std::string> PathOf(std::string_view key) const;
+
+  // True for the names LocalStore gives its temporary files; List skips them.
+  static bool IsTempName(std::string_view file_name);
+
+ private:
+  LocalStore(std::string root, Options options) : root_(std::move(root)), options_(options) {}
+  std::string root_;
+  Options options_;
+};
+
+// A store in memory. Values are immutable once set, so Get can share them.
+class MemoryStore : public Store {
+ public:
+  MemoryStore();
+  ~MemoryStore() override;
+
+  Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
+                          MemoryPool& pool) override;
+  Status GetInto(std::string_view key, std::span<std::byte> out) override;
+  Result<std::optional<int64_t>> Size(std::string_view key) override;
+  Status Set(std::string_view key, std::span<const std::byte> value) override;
+  using Store::Set;
+  Status Erase(std::string_view key) override;
+  Result<std::vector<std::string>> List(std::string_view prefix) override;
+  std::string url() const override { return "memory://"; }
+
+  // Total bytes of all values.
+  int64_t total_bytes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Opens the store for a URL or path: "memory://" (a new MemoryStore), a local
+// path or "file://path" (a LocalStore; created when `create`). Later: s3://.
+// Returns the store and the key prefix within it (empty for local paths, whose
+// store is rooted at the path itself).
+struct StoreAndPrefix {
+  std::shared_ptr<Store> store;
+  std::string prefix;
+};
+Result<StoreAndPrefix> OpenStoreUrl(std::string_view url, bool create);
+
+}  // namespace strata
+
+#endif  // STRATA_STORAGE_STORE_H_

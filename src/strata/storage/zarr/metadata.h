@@ -1,0 +1,127 @@
+// Zarr array and group metadata, v2 and v3, in one typed form.
+//
+// ArrayMetadata is what Strata needs to read and write an array whatever its
+// format: shape, chunk shape, dtype, fill value, how chunks are encoded and how
+// chunk keys are spelled, plus the user's attributes kept verbatim as JSON.
+// Parse* functions refuse anything they do not support with an error naming
+// the feature (a filter, a storage transformer, an irregular chunk grid, an
+// unknown codec, a string dtype), never silently ignore it.
+//
+// Formats:
+//   v2: `.zarray` (+ `.zattrs`), `.zgroup`. Chunk keys "0.1" or "0/1"
+//       (dimension_separator). Order "C" or "F". Compressor: one of
+//       blosc/zstd/zlib/gzip/lz4; filters must be null or empty.
+//   v3: `zarr.json` with node_type "array" or "group". Chunk keys "c/0/1"
+//       (default encoding) or "0.1" (v2 encoding). Codecs: at most one
+//       transpose, exactly one bytes, then blosc/gzip/zstd/crc32c.
+//
+// Thread-safety: plain values.
+#ifndef STRATA_STORAGE_ZARR_METADATA_H_
+#define STRATA_STORAGE_ZARR_METADATA_H_
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/box.h"
+#include "strata/core/dtype.h"
+#include "strata/storage/codec/codec_spec.h"
+
+namespace strata {
+
+enum class ZarrFormat : int { kV2 = 2, kV3 = 3 };
+
+struct ChunkKeyEncoding {
+  enum class Kind { kDefault, kV2 };
+  // v2 arrays always use kV2. v3 arrays use kDefault ("c/0/1") unless their
+  // metadata says "v2".
+  Kind kind = Kind::kV2;
+  char separator = '.';  // '.' or '/'
+  friend bool operator==(const ChunkKeyEncoding&, const ChunkKeyEncoding&) = default;
+};
+
+// One element's bytes in native (little-endian) order. `is_null` is Zarr v2's
+// `"fill_value": null` (Strata then fills missing chunks with zeros, which is
+// also what zarr-python returns for them).
+struct FillValue {
+  std::vector<std::byte> bytes;
+  bool is_null = false;
+  friend bool operator==(const FillValue&, const FillValue&) = default;
+};
+
+// A fill value of `dtype` equal to `value` (cast as numpy would: NaN for floats
+// stays NaN, integers truncate). For tests and the API.
+FillValue MakeFillValue(DType dtype, double value);
+// The all-zero fill value of `dtype`.
+FillValue ZeroFillValue(DType dtype);
+
+struct ArrayMetadata {
+  ZarrFormat zarr_format = ZarrFormat::kV2;
+  Shape shape;
+  Shape chunk_shape;
+  // encoding.dtype is the array's dtype.
+  ChunkEncoding encoding;
+  FillValue fill_value;
+  ChunkKeyEncoding chunk_key_encoding;
+  // The attributes object (.zattrs / "attributes"), verbatim JSON text; "{}" when none.
+  std::string attributes_json = "{}";
+  // v3 only: one name (or null) per axis.
+  std::optional<std::vector<std::optional<std::string>>> dimension_names;
+
+  DType dtype() const { return encoding.dtype; }
+  int rank() const { return static_cast<int>(shape.size()); }
+
+  // The store key of chunk `block`, relative to the array's own prefix:
+  // "0.1", "0/1", "c/0/1", "c.0.1"; for a rank-0 array "0" (v2) or "c" (v3).
+  std::string ChunkKey(std::span<const Index> block) const;
+
+  // Parses a key produced by ChunkKey back into block coordinates; false when
+  // `key` is not a chunk key of this array (e.g. ".zarray", a temp file).
+  bool ParseChunkKey(std::string_view key, Shape& block) const;
+
+  // The metadata documents to write, keyed by their store key relative to the
+  // array prefix: {".zarray", ".zattrs"} for v2 (".zattrs" only when
+  // attributes are not empty) or {"zarr.json"} for v3.
+  std::vector<std::pair<std::string, std::string>> Encode() const;
+
+  // Checks internal consistency (ranks, chunk sizes >= 1, v2 transposes are C
+  // or F, fill value size); InvalidArgument names the problem.
+  Status Validate() const;
+};
+
+// Names of the metadata keys, relative to a node's prefix.
+inline constexpr std::string_view kZarrayKey = ".zarray";
+inline constexpr std::string_view kZattrsKey = ".zattrs";
+inline constexpr std::string_view kZgroupKey = ".zgroup";
+inline constexpr std::string_view kZarrJsonKey = "zarr.json";
+
+// Parses `.zarray` text (and `.zattrs` text, empty when absent).
+// InvalidArgument names the field at fault.
+Result<ArrayMetadata> ParseZarrV2ArrayMetadata(std::string_view zarray_json,
+                                               std::string_view zattrs_json);
+
+// Parses a v3 `zarr.json` whose node_type is "array". FailedPrecondition when it
+// describes a group.
+Result<ArrayMetadata> ParseZarrV3ArrayMetadata(std::string_view zarr_json);
+
+struct GroupMetadata {
+  ZarrFormat zarr_format = ZarrFormat::kV2;
+  std::string attributes_json = "{}";
+  std::vector<std::pair<std::string, std::string>> Encode() const;
+};
+
+Result<GroupMetadata> ParseZarrV2GroupMetadata(std::string_view zgroup_json,
+                                               std::string_view zattrs_json);
+Result<GroupMetadata> ParseZarrV3GroupMetadata(std::string_view zarr_json);
+
+// A one-line summary of the codecs: "blosc(cname=lz4, clevel=5, shuffle=byte)",
+// "transpose(1,0) -> bytes(little) -> zstd(level=3) -> crc32c", "none".
+std::string DescribeEncoding(const ArrayMetadata& metadata);
+
+}  // namespace strata
+
+#endif  // STRATA_STORAGE_ZARR_METADATA_H_

@@ -1,0 +1,143 @@
+// ZarrArray: one Zarr array (v2 or v3) in a Store; chunk and region IO.
+//
+// Lifecycle:
+//   Open(store, path)                  an existing, complete array
+//   Create(store, path, metadata, opts) a new array being written; by default
+//       it is *incomplete*: a `.strata-incomplete` key holding the intended
+//       metadata is written first, chunks next, and Commit() finally writes
+//       `.zarray`/`zarr.json` and removes the marker. Until then zarr-python
+//       cannot open the array and Strata's Open() says it is incomplete, so an
+//       interrupted run never leaves output that looks finished. Creating over
+//       an incomplete array with the same metadata resumes it.
+//
+// Missing chunks read as the fill value. Edge chunks are stored at the full
+// chunk shape (as Zarr requires) and padded with the fill value on write.
+//
+// Thread-safety: after Open/Create, every const method may be called
+// concurrently (different chunks from different threads); writes to the same
+// chunk from two threads race at the store level (the last rename wins).
+#ifndef STRATA_STORAGE_ZARR_ZARR_ARRAY_H_
+#define STRATA_STORAGE_ZARR_ZARR_ARRAY_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "strata/base/status.h"
+#include "strata/core/chunk_grid.h"
+#include "strata/core/memory_pool.h"
+#include "strata/core/ndarray.h"
+#include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/store.h"
+#include "strata/storage/zarr/metadata.h"
+
+namespace strata {
+
+inline constexpr std::string_view kIncompleteMarkerKey = ".strata-incomplete";
+
+class ZarrArray {
+ public:
+  struct CreateOptions {
+    // Replace an existing array or group at the path (its keys are erased).
+    bool overwrite = false;
+    // Write metadata only at Commit() (see the file comment). When false,
+    // metadata is written at once and the array is complete immediately.
+    bool deferred_metadata = true;
+  };
+
+  // Opens the array at `path` (a key prefix; "" for the store root). NotFound
+  // when nothing is there, FailedPrecondition for a group or an incomplete
+  // array, InvalidArgument for bad or unsupported metadata.
+  static Result<std::shared_ptr<ZarrArray>> Open(std::shared_ptr<Store> store, std::string path);
+
+  // Creates an array. AlreadyExists when an array or group is at the path and
+  // !overwrite (an incomplete array with the same metadata is resumed).
+  static Result<std::shared_ptr<ZarrArray>> Create(std::shared_ptr<Store> store, std::string path,
+                                                   ArrayMetadata metadata, CreateOptions options);
+
+  // Writes the metadata documents and removes the incomplete marker.
+  Status Commit();
+
+  const ArrayMetadata& metadata() const { return metadata_; }
+  const ChunkGrid& grid() const { return grid_; }
+  const ChunkCodec& codec() const { return *codec_; }
+  DType dtype() const { return metadata_.dtype(); }
+  const Shape& shape() const { return metadata_.shape; }
+  const std::shared_ptr<Store>& store() const { return store_; }
+  const std::string& path() const { return path_; }
+  // "<store url>/<path>", for messages.
+  std::string url() const;
+
+  // The store key of chunk `block`.
+  std::string ChunkStoreKey(std::span<const Index> block) const;
+
+  // Reads block `block` into `out`, whose shape is the block's shape (clipped
+  // at the array's edge). Returns false (and writes the fill value) when the
+  // chunk is missing. DataLoss for a corrupt chunk, naming it.
+  Result<bool> ReadChunk(std::span<const Index> block, const ArrayView& out,
+                         MemoryPool& pool) const;
+
+  // Encodes and stores block `block` from `data` (the block's clipped shape).
+  Status WriteChunk(std::span<const Index> block, const ConstArrayView& data,
+                    MemoryPool& pool) const;
+
+  // Stores an already-encoded chunk.
+  Status WriteEncodedChunk(std::span<const Index> block, std::span<const std::byte> encoded) const;
+
+  Status EraseChunk(std::span<const Index> block) const;
+
+  // Reads any region into `out` (shape == region.shape).
+  Status ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const;
+
+  // Writes any region; partially covered chunks are read, updated, rewritten.
+  Status WriteRegion(const Box& region, const ConstArrayView& data, MemoryPool& pool) const;
+
+  struct StoredChunks {
+    int64_t count = 0;  // chunk keys present
+    int64_t bytes = 0;  // their total size
+  };
+  Result<StoredChunks> CountStoredChunks() const;
+
+  // Bytes of one decoded (full-shape) chunk.
+  int64_t chunk_bytes() const { return codec_->chunk_bytes(); }
+
+ private:
+  ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata,
+            ChunkGrid grid, std::shared_ptr<const ChunkCodec> codec)
+      : store_(std::move(store)), path_(std::move(path)), metadata_(std::move(metadata)),
+        grid_(std::move(grid)), codec_(std::move(codec)) {}
+
+  static Result<std::shared_ptr<ZarrArray>> Make(std::shared_ptr<Store> store, std::string path,
+                                                 ArrayMetadata metadata);
+  std::string Key(std::string_view relative) const { return JoinKey(path_, relative); }
+  std::string ChunkName(std::span<const Index> block) const;
+  Status ReadFullChunk(std::span<const Index> block, const ArrayView& out, MemoryPool& pool,
+                       bool* present) const;
+  // Calls fn for every block `region` touches, with the block's box and the
+  // part of it inside the region. OutOfRange when the region leaves the array.
+  Status ForEachBlockIn(const Box& region,
+                        const std::function<Status(std::span<const Index> block,
+                                                   const Box& block_box, const Box& part)>& fn)
+      const;
+
+  std::shared_ptr<Store> store_;
+  std::string path_;
+  ArrayMetadata metadata_;
+  ChunkGrid grid_;
+  std::shared_ptr<const ChunkCodec> codec_;
+};
+
+// Reads the metadata of the node at `path` (array or group, either version)
+// without opening it: used by `strata info` for groups and incomplete arrays.
+struct NodeInfo {
+  enum class Kind { kArray, kGroup, kIncompleteArray };
+  Kind kind;
+  ZarrFormat zarr_format;
+  std::optional<ArrayMetadata> array;  // for arrays and incomplete arrays
+};
+Result<NodeInfo> InspectNode(Store& store, const std::string& path);
+
+}  // namespace strata
+
+#endif  // STRATA_STORAGE_ZARR_ZARR_ARRAY_H_

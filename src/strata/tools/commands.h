@@ -1,0 +1,66 @@
+// The verbs of the `strata` command, one function each, separated from
+// argument parsing (main.cc) so that tests can call them directly.
+#ifndef STRATA_TOOLS_COMMANDS_H_
+#define STRATA_TOOLS_COMMANDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/box.h"
+#include "strata/core/dtype.h"
+#include "strata/storage/codec/codec_spec.h"
+#include "strata/storage/zarr/metadata.h"
+
+namespace strata {
+
+struct RandomOptions {
+  std::string dst;
+  Shape shape;
+  Shape chunks;
+  DType dtype = DTypeId::kFloat64;
+  uint64_t seed = 0;
+  std::vector<BytesCodecSpec> codecs;
+  ZarrFormat zarr_format = ZarrFormat::kV2;
+  int workers = 1;
+  bool overwrite = false;
+};
+// Writes chunk-independent synthetic data (core/synthetic.h) to a new array.
+Status RunRandom(const RandomOptions& options);
+
+struct InfoOptions {
+  std::string path;
+  bool json = false;
+};
+// Prints a summary of the array or group at `path` to stdout.
+Status RunInfo(const InfoOptions& options);
+
+struct CopyOptions {
+  std::string src;
+  std::string dst;
+  std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
+  std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
+  int workers = 1;
+  bool overwrite = false;
+};
+// Re-encodes an array chunk by chunk (same shape and chunks).
+Status RunCopy(const CopyOptions& options);
+
+struct VerifyOptions {
+  std::string a;
+  std::string b;
+  int workers = 1;
+  int max_report = 10;
+};
+// Compares two arrays element by element (NaN equals NaN) and prints a summary.
+// Returns whether they are equal; an error only when they cannot be compared.
+Result<bool> RunVerify(const VerifyOptions& options);
+
+// The default codec of new arrays: zarr-python's, blosc lz4 clevel 5 with byte shuffle.
+std::vector<BytesCodecSpec> DefaultCodecs();
+
+}  // namespace strata
+
+#endif  // STRATA_TOOLS_COMMANDS_H_

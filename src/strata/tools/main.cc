@@ -1,0 +1,176 @@
+// The `strata` command line. Parses arguments with CLI11 and hands each verb
+// to its Run* function (commands.h). Errors are one line on stderr,
+// "strata: error: ...": exit code 2 for usage, 1 for everything else.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "strata/base/system_info.h"
+#include "strata/tools/commands.h"
+
+namespace strata {
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// A usage error: bad or inconsistent arguments, caught before doing anything.
+struct UsageError {
+  std::string message;
+};
+
+int Fail(const Status& status, int code = kExitError) {
+  fmt::print(stderr, "strata: error: {}\n", status.message());
+  return code;
+}
+
+template <typename T>
+T OrUsage(Result<T> r) {
+  if (!r.ok()) throw UsageError{std::string(r.status().message())};
+  return std::move(r).value();
+}
+
+ZarrFormat ParseFormat(int v) {
+  if (v != 2 && v != 3) throw UsageError{fmt::format("--zarr-format must be 2 or 3, got {}", v)};
+  return v == 2 ? ZarrFormat::kV2 : ZarrFormat::kV3;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"strata: bounded-memory processing of chunked N-d arrays (Zarr v2/v3)", "strata"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "strata 0.1.0");
+  const int default_workers = AvailableCores();
+
+  // strata random
+  std::string r_dst, r_shape, r_chunks, r_dtype = "float64", r_codec = "blosc";
+  uint64_t r_seed = 0;
+  int r_format = 2, r_workers = default_workers;
+  bool r_overwrite = false;
+  CLI::App* random = app.add_subcommand(
+      "random", "Write chunk-independent synthetic data (value = f(flat index, seed)) to DST");
+  random->add_option("DST", r_dst, "Destination array path")->required();
+  random->add_option("--shape", r_shape, "Array shape, e.g. 10000,10000")->required();
+  random->add_option("--chunks", r_chunks, "Chunk shape, e.g. 10000,1000")->required();
+  random->add_option("--dtype", r_dtype, "Data type (bool, int8..uint64, float32, float64, complex64, complex128)")
+      ->capture_default_str();
+  random->add_option("--seed", r_seed, "Seed")->capture_default_str();
+  random->add_option("--codec", r_codec, "Codec, e.g. blosc, zstd:level=3, none")->capture_default_str();
+  random->add_option("--zarr-format", r_format, "Zarr format of DST: 2 or 3")->capture_default_str();
+  random->add_option("--workers", r_workers, "Threads")->capture_default_str();
+  random->add_flag("--overwrite", r_overwrite, "Replace an existing array at DST");
+
+  // strata info
+  std::string i_path;
+  bool i_json = false;
+  CLI::App* info = app.add_subcommand("info", "Describe the Zarr array or group at PATH");
+  info->add_option("PATH", i_path, "Array or group path")->required();
+  info->add_flag("--json", i_json, "Print JSON");
+
+  // strata copy
+  std::string c_src, c_dst, c_codec;
+  int c_format = 0, c_workers = default_workers;
+  bool c_overwrite = false;
+  CLI::App* copy = app.add_subcommand("copy", "Re-encode SRC into DST (same shape and chunks)");
+  copy->add_option("SRC", c_src, "Source array")->required();
+  copy->add_option("DST", c_dst, "Destination array")->required();
+  copy->add_option("--codec", c_codec, "New codec (default: keep SRC's), e.g. zstd:level=3, none");
+  copy->add_option("--zarr-format", c_format, "Zarr format of DST: 2 or 3 (default: SRC's)");
+  copy->add_option("--workers", c_workers, "Threads")->capture_default_str();
+  copy->add_flag("--overwrite", c_overwrite, "Replace an existing array at DST");
+
+  // strata verify
+  std::string v_a, v_b;
+  int v_workers = default_workers, v_max_report = 10;
+  CLI::App* verify = app.add_subcommand(
+      "verify", "Compare two arrays element by element (NaN equals NaN); exit 0 only if equal");
+  verify->add_option("A", v_a, "First array")->required();
+  verify->add_option("B", v_b, "Second array")->required();
+  verify->add_option("--workers", v_workers, "Threads")->capture_default_str();
+  verify->add_option("--max-report", v_max_report, "Differences to list")->capture_default_str();
+
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string verb = argv[1];
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == verb;
+    if (!known) {
+      fmt::print(stderr, "strata: error: unknown command '{}' (expected random, info, copy or verify)\n",
+                 verb);
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "strata: error: {}\n", e.what());
+    return kExitUsage;
+  }
+
+  try {
+    auto check_workers = [](int w) {
+      if (w < 1 || w > 1024) throw UsageError{fmt::format("--workers must be 1..1024, got {}", w)};
+      return w;
+    };
+    if (random->parsed()) {
+      RandomOptions o;
+      o.dst = r_dst;
+      o.shape = OrUsage(ParseShape(r_shape, "--shape"));
+      o.chunks = OrUsage(ParseShape(r_chunks, "--chunks"));
+      if (o.chunks.size() != o.shape.size()) {
+        throw UsageError{fmt::format("--chunks {} does not match the rank of --shape {}",
+                                     ShapeToString(o.chunks), ShapeToString(o.shape))};
+      }
+      for (Index c : o.chunks) {
+        if (c < 1) {
+          throw UsageError{fmt::format("--chunks {} must be at least 1 along every axis",
+                                       ShapeToString(o.chunks))};
+        }
+      }
+      o.dtype = OrUsage(ParseDTypeName(r_dtype));
+      o.seed = r_seed;
+      o.codecs = OrUsage(ParseCodecArgument(r_codec));
+      o.zarr_format = ParseFormat(r_format);
+      o.workers = check_workers(r_workers);
+      o.overwrite = r_overwrite;
+      Status s = RunRandom(o);
+      return s.ok() ? 0 : Fail(s);
+    }
+    if (info->parsed()) {
+      Status s = RunInfo({i_path, i_json});
+      return s.ok() ? 0 : Fail(s);
+    }
+    if (copy->parsed()) {
+      CopyOptions o;
+      o.src = c_src;
+      o.dst = c_dst;
+      if (!c_codec.empty()) o.codecs = OrUsage(ParseCodecArgument(c_codec));
+      if (c_format != 0) o.zarr_format = ParseFormat(c_format);
+      o.workers = check_workers(c_workers);
+      o.overwrite = c_overwrite;
+      Status s = RunCopy(o);
+      return s.ok() ? 0 : Fail(s);
+    }
+    if (verify->parsed()) {
+      VerifyOptions o{v_a, v_b, check_workers(v_workers), v_max_report};
+      Result<bool> equal = RunVerify(o);
+      if (!equal.ok()) return Fail(equal.status());
+      return *equal ? 0 : kExitError;
+    }
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "strata: error: {}\n", e.message);
+    return kExitUsage;
+  }
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) { return strata::Main(argc, argv); }
