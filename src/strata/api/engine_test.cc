@@ -1,0 +1,321 @@
+// End-to-end tests of the engine through the public API: results against
+// single-chunk references over many chunkings, identical bytes across
+// executors and with fusion on and off, the memory contract, and bad input.
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "strata/api/test_util.h"
+#include "strata/core/synthetic.h"
+#include "strata/base/temp_dir.h"
+#include "strata/storage/zarr/zarr_array.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::RecordingCallback;
+
+Spec SmallSpec() {
+  Spec spec;
+  spec.allowed_mem = "64MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = 2;
+  return spec;
+}
+
+NDArray Compute(const Array& a, ExecutorKind executor = ExecutorKind::kThreads, bool fuse = true) {
+  PlanOptions p;
+  if (!fuse) p.disabled_passes.insert("fuse");
+  Result<NDArray> r = compute(a, {}, p);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : NDArray();
+}
+
+// Reference: the synthetic array of `shape` as one NDArray.
+NDArray Reference(const Shape& shape, uint64_t seed) {
+  NDArray a = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(a.view(), Box::FromShape(shape), shape, seed);
+  return a;
+}
+
+TEST(EngineTest, RandomMatchesSyntheticInAnyChunking) {
+  Shape shape = {17, 9};
+  NDArray ref = Reference(shape, 5);
+  for (Shape chunks : {Shape{17, 9}, Shape{4, 4}, Shape{1, 9}, Shape{17, 1}, Shape{5, 2}}) {
+    NDArray got = Compute(random::random(shape, chunks, 5, SmallSpec()));
+    EXPECT_TRUE(ArraysEqual(got.view(), ref.view(), false)) << ShapeToString(chunks);
+  }
+}
+
+TEST(EngineTest, ElementwiseAgainstReference) {
+  std::mt19937 rng(1);
+  Shape shape = {13, 7, 5};
+  NDArray x = Reference(shape, 1);
+  NDArray y = Reference(shape, 2);
+  for (int trial = 0; trial < 6; ++trial) {
+    Shape c1 = testing_util::RandomChunks(shape, rng);
+    Shape c2 = testing_util::RandomChunks(shape, rng);
+    Array a = random::random(shape, c1, 1, SmallSpec());
+    Array b = random::random(shape, c2, 2, SmallSpec());
+    Array expr = sqrt(a * b + 1.5) - b / 2.0;
+    NDArray got = Compute(expr);
+    ASSERT_EQ(got.shape(), shape);
+    const double* xs = x.data_as<double>();
+    const double* ys = y.data_as<double>();
+    for (Index i = 0; i < x.num_elements(); ++i) {
+      double want = std::sqrt(xs[i] * ys[i] + 1.5) - ys[i] / 2.0;
+      ASSERT_EQ(got.data_as<double>()[i], want) << i;
+    }
+  }
+}
+
+TEST(EngineTest, BroadcastingAndScalars) {
+  Array col = arange(0, 4, 1, {2}, DTypeId::kFloat64, SmallSpec()).reshape({4, 1});
+  Array row = arange(0, 3, 1, {3}, DTypeId::kFloat64, SmallSpec());
+  NDArray got = Compute(col * 10 + row);
+  ASSERT_EQ(got.shape(), Shape({4, 3}));
+  for (Index i = 0; i < 4; ++i)
+    for (Index j = 0; j < 3; ++j) EXPECT_EQ(got.data_as<double>()[i * 3 + j], i * 10.0 + j);
+}
+
+TEST(EngineTest, SumMeanVarOverEveryAxisSubset) {
+  Shape shape = {9, 6, 4};
+  NDArray x = Reference(shape, 3);
+  std::mt19937 rng(2);
+  std::vector<std::vector<int>> subsets = {{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {}};
+  for (const auto& axes : subsets) {
+    Shape chunks = testing_util::RandomChunks(shape, rng);
+    Array a = random::random(shape, chunks, 3, SmallSpec());
+    ReduceOptions two;
+    two.split_every = 2;
+    NDArray s = Compute(sum(a, axes, two));
+    NDArray m = Compute(mean(a, axes));
+    NDArray v = Compute(var(a, axes, two));
+    // Reference by brute force.
+    std::vector<int> all = axes.empty() ? std::vector<int>{0, 1, 2} : axes;
+    Shape out_shape;
+    for (int i = 0; i < 3; ++i)
+      if (std::find(all.begin(), all.end(), i) == all.end()) out_shape.push_back(shape[i]);
+    ASSERT_EQ(s.shape(), out_shape);
+    std::vector<double> rs(NumElements(out_shape), 0), rq(NumElements(out_shape), 0);
+    std::vector<double> n(NumElements(out_shape), 0);
+    Shape idx(3, 0);
+    do {
+      Shape o;
+      for (int i = 0; i < 3; ++i)
+        if (std::find(all.begin(), all.end(), i) == all.end()) o.push_back(idx[i]);
+      Index k = LinearIndex(o, out_shape);
+      double v0 = x.data_as<double>()[LinearIndex(idx, shape)];
+      rs[k] += v0;
+      rq[k] += v0 * v0;
+      n[k] += 1;
+    } while (NextIndex(idx, shape));
+    for (size_t k = 0; k < rs.size(); ++k) {
+      EXPECT_NEAR(s.data_as<double>()[k], rs[k], 1e-12 * n[k]);
+      EXPECT_NEAR(m.data_as<double>()[k], rs[k] / n[k], 1e-13);
+      double mu = rs[k] / n[k];
+      EXPECT_NEAR(v.data_as<double>()[k], rq[k] / n[k] - mu * mu, 1e-12);
+    }
+  }
+}
+
+TEST(EngineTest, KeepdimsAndArgmax) {
+  Shape shape = {5, 8};
+  NDArray x = Reference(shape, 4);
+  Array a = random::random(shape, {2, 3}, 4, SmallSpec());
+  ReduceOptions keep;
+  keep.keepdims = true;
+  NDArray mx = Compute(max(a, {1}, keep));
+  EXPECT_EQ(mx.shape(), Shape({5, 1}));
+  NDArray am = Compute(argmax(a, 1));
+  ASSERT_EQ(am.dtype(), DType(DTypeId::kInt64));
+  for (Index i = 0; i < 5; ++i) {
+    Index best = 0;
+    for (Index j = 1; j < 8; ++j)
+      if (x.data_as<double>()[i * 8 + j] > x.data_as<double>()[i * 8 + best]) best = j;
+    EXPECT_EQ(am.data_as<int64_t>()[i], best);
+    EXPECT_EQ(mx.data_as<double>()[i], x.data_as<double>()[i * 8 + best]);
+  }
+  NDArray flat = Compute(argmin(a));
+  EXPECT_EQ(flat.shape(), Shape());
+}
+
+TEST(EngineTest, SameBytesOnInlineAndThreadsAndWithoutFusion) {
+  Spec spec = SmallSpec();
+  Array a = random::random({40, 30}, {7, 11}, 9, spec);
+  Array b = random::random({40, 30}, {13, 5}, 10, spec);
+  Array expr = sum(exp(a) * b - a, {0});
+  NDArray threads = Compute(expr, ExecutorKind::kThreads, true);
+  Spec inline_spec = spec;
+  inline_spec.executor = ExecutorKind::kInline;
+  Array a2 = random::random({40, 30}, {7, 11}, 9, inline_spec);
+  Array b2 = random::random({40, 30}, {13, 5}, 10, inline_spec);
+  NDArray inl = Compute(sum(exp(a2) * b2 - a2, {0}), ExecutorKind::kInline, true);
+  NDArray unfused = Compute(expr, ExecutorKind::kThreads, false);
+  ASSERT_EQ(threads.nbytes(), inl.nbytes());
+  EXPECT_EQ(0, std::memcmp(threads.data(), inl.data(), threads.nbytes()));
+  EXPECT_EQ(0, std::memcmp(threads.data(), unfused.data(), threads.nbytes()));
+}
+
+TEST(EngineTest, MeasuredWithinProjectedWithinAllowed) {
+  // ~50 MB chunks under a budget that forces tight plans.
+  Spec spec;
+  spec.allowed_mem = "400MB";
+  spec.reserved_mem = "10MB";
+  spec.workers = 2;
+  Array a = random::random({2500, 5000}, {1250, 5000}, 1, spec);  // 50 MB chunks
+  Array b = random::random({2500, 5000}, {1250, 5000}, 2, spec);
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<std::vector<NDArray>> r = compute({mean(a * b + a, {0}), max(a - b, {1})}, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  rec->ExpectWithinBudget();
+}
+
+TEST(EngineTest, ToZarrThenFromZarrRoundTrip) {
+  TempDir dir;
+  Spec spec = SmallSpec();
+  Array a = random::random({30, 20}, {7, 6}, 11, spec);
+  Result<NDArray> stored = compute(to_zarr(a * 2.0, dir.path() + "/out.zarr"));
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  Array back = from_zarr(dir.path() + "/out.zarr", spec);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back.chunksize(), Shape({7, 6}));
+  NDArray got = Compute(back);
+  NDArray ref = Reference({30, 20}, 11);
+  for (Index i = 0; i < ref.num_elements(); ++i) {
+    ASSERT_EQ(got.data_as<double>()[i], 2 * ref.data_as<double>()[i]);
+  }
+}
+
+TEST(EngineTest, DiskTierLeavesWorkDirEmpty) {
+  TempDir dir;
+  Spec spec = SmallSpec();
+  spec.work_dir = dir.path() + "/work";
+  spec.tier = TierChoice::kDisk;
+  Array a = random::random({20, 20}, {5, 20}, 3, spec);
+  Array b = rechunk(a, {20, 5});  // an exchange: materialized in the disk tier
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<NDArray> r = compute(b + 1.0, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(rec->summary.intermediate_bytes_written, 0);
+  NDArray ref = Reference({20, 20}, 3);
+  for (Index i = 0; i < ref.num_elements(); ++i) {
+    ASSERT_EQ(r->data_as<double>()[i], ref.data_as<double>()[i] + 1.0);
+  }
+  // Nothing is left under work_dir.
+  if (std::filesystem::exists(spec.work_dir)) {
+    EXPECT_TRUE(std::filesystem::is_empty(spec.work_dir));
+  }
+}
+
+TEST(EngineTest, BadInputGivesClearErrors) {
+  Spec spec = SmallSpec();
+  Array a = random::random({4, 5}, {2, 5}, 1, spec);
+  Array b = random::random({3, 5}, {3, 5}, 1, spec);
+  Result<NDArray> mismatch = compute(a + b);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.status().message().find("cannot be broadcast"), std::string_view::npos)
+      << mismatch.status().ToString();
+
+  Result<NDArray> axis = compute(sum(a, {2}));
+  ASSERT_FALSE(axis.ok());
+  EXPECT_NE(axis.status().message().find("axis 2 is out of range for an array of rank 2"),
+            std::string_view::npos);
+
+  // A chunk larger than the budget: refused before anything runs or is written.
+  TempDir dir;
+  Spec tight;
+  tight.allowed_mem = "10MB";
+  tight.reserved_mem = "1MB";
+  Array big = random::random({2000, 2000}, {2000, 2000}, 1, tight);  // 32 MB chunk
+  Result<NDArray> over = compute(to_zarr(big + 1, dir.path() + "/never.zarr"));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("over allowed_mem 10.0 MB"), std::string_view::npos)
+      << over.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/never.zarr"));
+
+  Array missing = from_zarr(dir.path() + "/nothing.zarr", spec);
+  EXPECT_FALSE(missing.ok());
+  Result<NDArray> unreadable = compute(missing * 2);
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_NE(unreadable.status().message().find("nothing.zarr"), std::string_view::npos);
+
+  Spec bad = spec;
+  bad.allowed_mem = "40XB";
+  Result<NDArray> badspec = compute(random::random({4}, {2}, 1, bad));
+  ASSERT_FALSE(badspec.ok());
+  EXPECT_NE(badspec.status().message().find("allowed_mem"), std::string_view::npos);
+}
+
+TEST(EngineTest, FatalTaskErrorCancelsAndLeavesStoreIncomplete) {
+  TempDir dir;
+  Spec spec = SmallSpec();
+  Array a = random::random({40, 10}, {5, 10}, 2, spec);
+  ComputeOptions options;
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (op.node->kind == NodeKind::kStore && block[0] == 5) return DataLossError("injected");
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(to_zarr(a, dir.path() + "/out.zarr"), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("task 5.0 of to_zarr"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out.zarr/.strata-incomplete"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out.zarr/.zarray"));
+  // Re-running completes it.
+  Result<NDArray> again = compute(to_zarr(a, dir.path() + "/out.zarr"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out.zarr/.zarray"));
+}
+
+TEST(EngineTest, TransientErrorsAreRetried) {
+  Spec spec = SmallSpec();
+  Array a = random::random({10, 10}, {5, 5}, 2, spec);
+  std::atomic<int> failures{0};
+  ComputeOptions options;
+  options.fault_injector = [&](const PlannedOp&, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && block[0] == 1) {
+      ++failures;
+      return UnavailableError("flaky disk");
+    }
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(a + 1, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(failures.load(), 0);
+}
+
+TEST(EngineTest, PlanReportsFusionAndMemory) {
+  Spec spec = SmallSpec();
+  Array a = random::random({100, 100}, {50, 50}, 1, spec);
+  Result<std::shared_ptr<const Plan>> p = plan({sum(a * 2 + 1)});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::string text = (*p)->ToText();
+  EXPECT_NE(text.find("fused"), std::string::npos) << text;
+  EXPECT_NE((*p)->ToJson().find("\"projected_mem\""), std::string::npos);
+}
+
+TEST(EngineTest, ManyTasksScheduleWithoutEdgeLists) {
+  Spec spec = SmallSpec();
+  // 40,000 single-element blocks through two ops.
+  Array a = random::random({200, 200}, {1, 1}, 1, spec);
+  Result<NDArray> r = compute(sum(a + 1.0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  NDArray ref = Reference({200, 200}, 1);
+  double want = 0;
+  for (double v : ref.values<double>()) want += v + 1.0;
+  EXPECT_NEAR(*r->data_as<double>(), want, 1e-6);
+}
+
+}  // namespace
+}  // namespace strata

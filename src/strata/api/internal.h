@@ -1,0 +1,73 @@
+// Helpers shared by the API's .cc files: building nodes, checking axes,
+// choosing and unifying chunks. Not part of the public API.
+#ifndef STRATA_API_INTERNAL_H_
+#define STRATA_API_INTERNAL_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "strata/api/array.h"
+#include "strata/strata.h"
+
+namespace strata::internal_api {
+
+// The spec of the first non-error array (defaults when there is none).
+std::shared_ptr<const Spec> SpecOf(std::initializer_list<const Array*> arrays);
+std::shared_ptr<const Spec> SpecOf(const std::vector<Array>& arrays);
+std::shared_ptr<const Spec> MakeSpec(const Spec& spec);
+
+// The first error among `arrays`, or OK.
+Status FirstError(std::initializer_list<const Array*> arrays);
+Status FirstError(const std::vector<Array>& arrays);
+
+// A negative axis counts from the end. InvalidArgument:
+// "sum: axis 3 is out of range for an array of rank 2".
+Result<int> NormalizeAxis(int axis, int rank, std::string_view op);
+// Sorted, unique; empty means every axis.
+Result<std::vector<int>> NormalizeAxes(const std::vector<int>& axes, int rank,
+                                       std::string_view op, bool empty_means_all = true);
+
+// Chunks for `shape`: `chunks` validated (rank, >= 1), or, when empty, "auto"
+// chunks of at most allowed_mem / 8 bytes splitting the leading axes.
+Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, const Spec& spec,
+                          std::string_view op);
+
+// A regular grid when every axis's sizes are regular (equal but a smaller
+// last one), else rectilinear.
+ChunkGrid GridFromSizes(std::vector<std::vector<Index>> sizes);
+
+// A virtual array: `fill(box, out)` writes the block covering `box`.
+using FillFunction = std::function<Status(const Box& box, const ArrayView& out)>;
+Array MakeVirtual(std::string op, Shape shape, ChunkGrid grid, DType dtype,
+                  std::shared_ptr<const Spec> spec, FillFunction fill);
+
+// A rank-0 in-memory array holding `value` as `dtype`.
+Array ScalarArray(const Scalar& value, DType dtype, std::shared_ptr<const Spec> spec);
+
+// Elementwise over `inputs` broadcast together: chunks are unified (inputs
+// rechunked where they disagree), and `kernel` gets each input's block as a
+// view broadcast to the output block's shape.
+using ElementwiseKernel =
+    std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
+Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype,
+                      ElementwiseKernel kernel, int64_t extra_mem = 0);
+
+// Rechunks to an exact grid (possibly rectilinear).
+Array RechunkToGrid(const Array& x, const ChunkGrid& grid);
+
+// A blockwise node from parts (fills id and name).
+Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
+                    std::vector<Array> inputs, std::vector<InputMap> maps, BlockFunction fn,
+                    int64_t extra_mem, std::shared_ptr<const Spec> spec,
+                    NodeKind kind = NodeKind::kBlockwise);
+
+// Copies the input blocks of `request.inputs[input]` into one contiguous
+// array covering `region` of that input (for gathers over several blocks).
+Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype);
+
+}  // namespace strata::internal_api
+
+#endif  // STRATA_API_INTERNAL_H_

@@ -1,0 +1,84 @@
+// to_zarr and compute/plan.
+#include <fmt/format.h>
+
+#include "strata/api/internal.h"
+#include "strata/base/byte_size.h"
+#include "strata/strata.h"
+
+namespace strata {
+
+Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
+  if (!x.ok()) return x;
+  Array in = x;
+  if (!in.chunks().is_regular()) {
+    // Zarr needs a regular grid: rechunk to the nominal chunk shape.
+    in = rechunk(in, in.chunksize());
+    if (!in.ok()) return in;
+  }
+  ArrayMetadata m;
+  m.zarr_format = options.zarr_format;
+  m.shape = in.shape();
+  m.chunk_shape = in.chunksize();
+  m.encoding.dtype = in.dtype();
+  if (!options.no_compression) {
+    if (options.codecs.empty()) {
+      BloscSpec blosc;
+      options.codecs.push_back(blosc);
+    }
+    m.encoding.bytes_codecs = options.codecs;
+  }
+  m.fill_value = ZeroFillValue(in.dtype());
+  m.attributes_json = options.attributes_json;
+  if (m.zarr_format == ZarrFormat::kV3) {
+    m.chunk_key_encoding = {ChunkKeyEncoding::Kind::kDefault, '/'};
+  }
+  Result<std::shared_ptr<ZarrTarget>> target = ZarrTarget::Make(path, std::move(m), options.overwrite);
+  if (!target.ok()) return Array::FromStatus(target.status().WithContext(fmt::format("to_zarr {}", path)));
+  Node node;
+  node.op_name = "to_zarr";
+  node.kind = NodeKind::kStore;
+  node.shape = in.shape();
+  node.dtype = in.dtype();
+  node.grid = in.chunks();
+  node.inputs.push_back(in.node());
+  node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
+  node.target = *target;
+  node.spec = in.spec();
+  return Array(MakeNode(std::move(node)));
+}
+
+Result<std::shared_ptr<const Plan>> plan(const std::vector<Array>& arrays,
+                                         const PlanOptions& options) {
+  STRATA_RETURN_IF_ERROR(internal_api::FirstError(arrays));
+  if (arrays.empty()) return InvalidArgumentError("plan: no arrays given");
+  STRATA_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSpec(*internal_api::SpecOf(arrays)));
+  std::vector<std::shared_ptr<const Node>> nodes;
+  for (const Array& a : arrays) nodes.push_back(a.node());
+  return BuildPlan(nodes, spec, options);
+}
+
+Result<std::vector<NDArray>> compute(const std::vector<Array>& arrays,
+                                     const ComputeOptions& options,
+                                     const PlanOptions& plan_options) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan(arrays, plan_options));
+  STRATA_ASSIGN_OR_RETURN(ComputeResult result, Execute(*p, options));
+  std::vector<NDArray> out;
+  for (auto& a : result.arrays) out.push_back(a ? std::move(*a) : NDArray());
+  return out;
+}
+
+Result<NDArray> compute(const Array& array, const ComputeOptions& options,
+                        const PlanOptions& plan_options) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<NDArray> out, compute(std::vector<Array>{array}, options,
+                                                            plan_options));
+  return std::move(out[0]);
+}
+
+Array rechunk(const Array& x, Shape chunks) {
+  if (!x.ok()) return x;
+  Result<ChunkGrid> grid = internal_api::GridFor(x.shape(), chunks, x.dtype(), *x.spec(), "rechunk");
+  if (!grid.ok()) return Array::FromStatus(grid.status());
+  return internal_api::RechunkToGrid(x, *grid);
+}
+
+}  // namespace strata

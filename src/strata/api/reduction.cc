@@ -1,0 +1,217 @@
+// Reductions as a tree (shared/DESIGN.md): a partial reduce of every block into
+// a small state, combine rounds that merge up to split_every states per axis,
+// and a finalize step that turns the last state into the result.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "strata/api/internal.h"
+#include "strata/strata.h"
+
+namespace strata {
+
+using internal_api::MakeBlockwise;
+using internal_api::NormalizeAxes;
+
+namespace {
+
+bool NeedsIdentity(ReduceOp op) {
+  return op == ReduceOp::kMin || op == ReduceOp::kMax || op == ReduceOp::kArgmin ||
+         op == ReduceOp::kArgmax;
+}
+
+// Blocks merged per round along each reduced axis, so that one combine task's
+// states fit in the budget with room for its output.
+int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, const Spec& spec) {
+  if (requested >= 2) return requested;
+  Result<ResolvedSpec> r = ResolveSpec(spec);
+  int64_t budget = r.ok() ? r->allowed_mem - r->reserved_mem : kDefaultAllowedMem;
+  // Inputs + their gathered copy + the output.
+  int64_t fit = budget / std::max<int64_t>(1, 3 * state_block_bytes);
+  double per_axis = std::pow(static_cast<double>(std::max<int64_t>(fit, 2)), 1.0 / std::max(1, num_axes));
+  return std::clamp(static_cast<int>(per_axis), 2, 16);
+}
+
+}  // namespace
+
+Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOptions options) {
+  if (!x.ok()) return x;
+  const std::string name(ReduceOpName(op));
+  Result<std::vector<int>> axes_r = NormalizeAxes(axes_in, x.ndim(), name);
+  if (!axes_r.ok()) return Array::FromStatus(axes_r.status());
+  const std::vector<int> axes = *axes_r;
+  ReductionOptions ropts;
+  ropts.ddof = options.ddof;
+  Result<std::shared_ptr<const ReductionKernel>> kernel_r =
+      MakeReductionKernel(op, x.dtype(), ropts);
+  if (!kernel_r.ok()) return Array::FromStatus(kernel_r.status());
+  std::shared_ptr<const ReductionKernel> kernel = *kernel_r;
+  const int rank = x.ndim();
+  auto is_reduced = [&](int a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
+  bool empty_reduction = false;
+  for (int a : axes) empty_reduction = empty_reduction || x.shape()[a] == 0;
+  if (empty_reduction && NeedsIdentity(op)) {
+    return Array::FromStatus(InvalidArgumentError(fmt::format(
+        "{}: zero-size reduction over an axis of extent 0 has no identity", name)));
+  }
+  const int W = kernel->state_width();
+  const DType sdt = kernel->state_dtype();
+
+  // Partial: one state per input block. Reduced axes get one element per
+  // block, plus a trailing state axis.
+  std::vector<std::vector<Index>> psizes(rank + 1);
+  Shape pshape(rank + 1);
+  for (int a = 0; a < rank; ++a) {
+    if (is_reduced(a)) {
+      Index nb = empty_reduction ? 1 : x.chunks().grid_shape()[a];
+      psizes[a].assign(nb, 1);
+    } else {
+      psizes[a] = x.chunks().AxisChunkSizes(a);
+    }
+  }
+  psizes[rank] = {W};
+  ChunkGrid pgrid = internal_api::GridFromSizes(psizes);
+  Array state;
+  if (empty_reduction) {
+    // No input blocks along a reduced axis: the identity state, computed from
+    // an empty view.
+    Shape in_shape = x.shape();
+    state = internal_api::MakeVirtual(
+        name + "-empty", pgrid.shape(), pgrid, sdt, x.spec(),
+        [kernel, axes, in_shape](const Box& box, const ArrayView& out) {
+          Shape empty_shape(box.shape.begin(), box.shape.end() - 1);
+          for (int a : axes) empty_shape[a] = 0;
+          NDArray dummy = *NDArray::Allocate(*MemoryPool::Default(), kernel->input_dtype(), empty_shape);
+          Shape origin(empty_shape.size(), 0);
+          kernel->Partial(dummy.view(), axes, origin, in_shape, out);
+          return Status::Ok();
+        });
+  } else {
+    InputMap map;
+    for (int a = 0; a < rank; ++a) {
+      map.axes.push_back(AxisMap::Identity(a, x.chunks().grid_shape()[a]));
+    }
+    Shape array_shape = x.shape();
+    BlockFunction fn = [kernel, axes, array_shape, sdt](const BlockRequest& r) -> Result<NDArray> {
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+      const InputBlock& in = r.inputs[0][0];
+      kernel->Partial(in.view, axes, in.box.origin, array_shape, out.view());
+      return out;
+    };
+    const int64_t scratch = kernel->ScratchBytes(x.chunksize());
+    state = MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, {x}, {std::move(map)},
+                          std::move(fn), scratch, x.spec());
+  }
+
+  // Combine rounds until one state remains along every reduced axis.
+  int64_t state_block_bytes = state.chunks().max_block_elements() * sdt.size();
+  const int split = ChooseSplitEvery(options.split_every, state_block_bytes,
+                                     static_cast<int>(axes.size()), *x.spec());
+  int round = 0;
+  while (true) {
+    bool done = true;
+    for (int a : axes) done = done && state.shape()[a] <= 1;
+    if (done) break;
+    ++round;
+    std::vector<std::vector<Index>> sizes(rank + 1);
+    InputMap map;
+    for (int a = 0; a <= rank; ++a) {
+      const Index n = state.chunks().grid_shape()[a];
+      if (a < rank && is_reduced(a) && state.shape()[a] > 1) {
+        const Index groups = (n + split - 1) / split;
+        sizes[a].assign(groups, 1);
+        std::vector<std::vector<Index>> table(groups);
+        for (Index j = 0; j < groups; ++j) {
+          for (Index k = j * split; k < std::min(n, (j + 1) * split); ++k) table[j].push_back(k);
+        }
+        map.axes.push_back(AxisMap::Table(a, table, n));
+      } else {
+        sizes[a] = state.chunks().AxisChunkSizes(a);
+        map.axes.push_back(AxisMap::Identity(a, n));
+      }
+    }
+    ChunkGrid grid = internal_api::GridFromSizes(sizes);
+    const Shape in_shape = state.shape();
+    BlockFunction fn = [kernel, axes, sdt, in_shape](const BlockRequest& r) -> Result<NDArray> {
+      const auto& blocks = r.inputs[0];
+      // The region of the input state array these blocks cover.
+      Box region = blocks[0].box;
+      for (const InputBlock& b : blocks) {
+        for (int i = 0; i < region.rank(); ++i) {
+          Index lo = std::min(region.origin[i], b.box.origin[i]);
+          Index hi = std::max(region.end(i), b.box.end(i));
+          region.origin[i] = lo;
+          region.shape[i] = hi - lo;
+        }
+      }
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+      if (blocks.size() == 1) {
+        kernel->Combine(blocks[0].view, axes, out.view());
+      } else {
+        STRATA_ASSIGN_OR_RETURN(NDArray gathered, internal_api::Assemble(r, 0, region, sdt));
+        kernel->Combine(gathered.view(), axes, out.view());
+      }
+      return out;
+    };
+    int64_t max_inputs = 1;
+    for (int a : axes) max_inputs *= std::min<Index>(split, state.chunks().grid_shape()[a]);
+    const int64_t extra = max_inputs * state_block_bytes;  // the gathered copy
+    state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
+                          {state}, {std::move(map)}, std::move(fn), extra, x.spec());
+  }
+
+  // Finalize: drop the state axis (and the reduced axes unless keepdims).
+  Shape out_shape;
+  std::vector<std::vector<Index>> out_sizes;
+  InputMap map;
+  int out_axis = 0;
+  for (int a = 0; a < rank; ++a) {
+    if (is_reduced(a)) {
+      if (options.keepdims) {
+        out_shape.push_back(1);
+        out_sizes.push_back({1});
+        map.axes.push_back(AxisMap::Identity(out_axis++, 1));
+      } else {
+        map.axes.push_back(AxisMap::Fixed({0}, 1));
+      }
+    } else {
+      out_shape.push_back(x.shape()[a]);
+      out_sizes.push_back(state.chunks().AxisChunkSizes(a));
+      map.axes.push_back(AxisMap::Identity(out_axis++, state.chunks().grid_shape()[a]));
+    }
+  }
+  map.axes.push_back(AxisMap::Fixed({0}, 1));
+  const DType rdt = kernel->result_dtype();
+  BlockFunction fn = [kernel, rdt](const BlockRequest& r) -> Result<NDArray> {
+    const ConstArrayView& st = r.inputs[0][0].view;
+    STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, rdt, r.box.shape));
+    Shape kept(st.shape().begin(), st.shape().end() - 1);
+    kernel->Finalize(st, out.view().Reshaped(kept));
+    return out;
+  };
+  return MakeBlockwise(name, out_shape, rdt, internal_api::GridFromSizes(out_sizes), {state},
+                       {std::move(map)}, std::move(fn), 0, x.spec());
+}
+
+Array sum(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kSum, x, std::move(axes), o); }
+Array prod(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kProd, x, std::move(axes), o); }
+Array mean(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kMean, x, std::move(axes), o); }
+Array min(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kMin, x, std::move(axes), o); }
+Array max(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kMax, x, std::move(axes), o); }
+Array var(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kVar, x, std::move(axes), o); }
+Array std(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kStd, x, std::move(axes), o); }
+Array all(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kAll, x, std::move(axes), o); }
+Array any(const Array& x, std::vector<int> axes, ReduceOptions o) { return reduce(ReduceOp::kAny, x, std::move(axes), o); }
+Array count_nonzero(const Array& x, std::vector<int> axes, ReduceOptions o) {
+  return reduce(ReduceOp::kCountNonzero, x, std::move(axes), o);
+}
+
+Array argmin(const Array& x, std::optional<int> axis, ReduceOptions o) {
+  return reduce(ReduceOp::kArgmin, x, axis ? std::vector<int>{*axis} : std::vector<int>{}, o);
+}
+Array argmax(const Array& x, std::optional<int> axis, ReduceOptions o) {
+  return reduce(ReduceOp::kArgmax, x, axis ? std::vector<int>{*axis} : std::vector<int>{}, o);
+}
+
+}  // namespace strata

@@ -1,0 +1,111 @@
+// Key functions: which input blocks an output block reads, and the inverse.
+//
+// Every op Strata builds (elementwise with broadcasting, reductions, matmul,
+// rechunk, slicing, take, concat, transposes, group-by) is *separable*: along
+// each axis of an input, the input blocks it reads depend on one output axis
+// only. So a key function is one AxisMap per input axis, and
+//   - the input blocks of output block b are a Cartesian product of per-axis
+//     lists (ForEachInputBlock),
+//   - the consumers of input block k are a Cartesian product too
+//     (ForEachConsumer),
+// which lets the scheduler find a task's inputs and a chunk's readers on demand
+// for plans of millions of tasks, with no edge lists.
+//
+// Thread-safety: immutable after construction; share freely.
+#ifndef STRATA_PLAN_BLOCK_MAP_H_
+#define STRATA_PLAN_BLOCK_MAP_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "strata/core/box.h"
+#include "strata/core/chunk_grid.h"
+
+namespace strata {
+
+class AxisMap {
+ public:
+  enum class Kind : uint8_t {
+    kMapped,  // the input blocks depend on the output block along out_axis()
+    kFixed,   // the same input blocks for every output block
+  };
+
+  // Input block j for output block j along `out_axis` (n blocks on both sides).
+  static AxisMap Identity(int out_axis, Index n);
+  // table[j] lists the input blocks output block j (along out_axis) reads;
+  // the input has `num_input_blocks` blocks along this axis.
+  static AxisMap Table(int out_axis, const std::vector<std::vector<Index>>& table,
+                       Index num_input_blocks);
+  // The same `blocks` for every output block (a broadcast axis: {0}).
+  static AxisMap Fixed(std::vector<Index> blocks, Index num_input_blocks);
+  // Every one of `num_input_blocks` blocks (a contraction over this axis).
+  static AxisMap All(Index num_input_blocks);
+  // The blocks of `in_grid` along `in_axis` that intersect each block of
+  // `out_grid` along `out_axis` (same extent): rechunk.
+  static AxisMap Overlap(int out_axis, const ChunkGrid& out_grid, const ChunkGrid& in_grid,
+                         int in_axis);
+
+  Kind kind() const { return kind_; }
+  int out_axis() const { return out_axis_; }
+  Index num_input_blocks() const { return num_input_blocks_; }
+
+  // Input blocks read for output block `j` along out_axis (any j for kFixed).
+  std::span<const Index> InputsFor(Index j) const;
+  // kMapped: output blocks along out_axis that read input block `k`.
+  std::span<const Index> ConsumersOf(Index k) const;
+  // kFixed: whether input block `k` is read (by every output block).
+  bool IsRead(Index k) const;
+
+ private:
+  // Compressed rows: row r is values[offsets[r] .. offsets[r + 1]).
+  struct Csr {
+    std::vector<Index> offsets;
+    std::vector<Index> values;
+    std::span<const Index> Row(Index r) const {
+      return {values.data() + offsets[r], static_cast<size_t>(offsets[r + 1] - offsets[r])};
+    }
+  };
+  static std::shared_ptr<const Csr> Invert(const Csr& forward, Index num_input_blocks);
+
+  Kind kind_ = Kind::kMapped;
+  int out_axis_ = -1;
+  Index num_input_blocks_ = 0;
+  std::shared_ptr<const Csr> forward_;  // kFixed: one row
+  std::shared_ptr<const Csr> inverse_;  // kMapped only
+};
+
+// The key function of one op input: one AxisMap per input axis.
+struct InputMap {
+  std::vector<AxisMap> axes;
+
+  // Elementwise over equal grids: identity on every axis.
+  static InputMap IdentityMap(std::span<const Index> grid_shape);
+};
+
+// Calls fn(input_block) for every input block output block `out_block`
+// reads, in C order over the per-axis lists.
+void ForEachInputBlock(const InputMap& map, std::span<const Index> out_block,
+                       const std::function<void(std::span<const Index>)>& fn);
+Index CountInputBlocks(const InputMap& map, std::span<const Index> out_block);
+
+// Calls fn(out_block) for every output block (of a grid with `out_grid_shape`
+// blocks) that reads input block `in_block`.
+void ForEachConsumer(const InputMap& map, std::span<const Index> in_block,
+                     std::span<const Index> out_grid_shape,
+                     const std::function<void(std::span<const Index>)>& fn);
+Index CountConsumers(const InputMap& map, std::span<const Index> in_block,
+                     std::span<const Index> out_grid_shape);
+
+// The key function of a fused pair: `outer` maps the consumer's output blocks
+// to blocks of an intermediate array, `inner` maps that array's blocks to the
+// producer's input blocks; the result maps consumer output blocks straight to
+// producer inputs.
+// `out_grid_shape` is the consumer's output grid.
+InputMap Compose(const InputMap& outer, const InputMap& inner,
+                 std::span<const Index> out_grid_shape);
+
+}  // namespace strata
+
+#endif  // STRATA_PLAN_BLOCK_MAP_H_

@@ -1,0 +1,72 @@
+#include "strata/plan/node.h"
+
+#include <fmt/format.h>
+
+#include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/store.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata {
+
+std::string_view NodeKindName(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kZarrSource: return "zarr-source";
+    case NodeKind::kMemorySource: return "memory-source";
+    case NodeKind::kVirtual: return "virtual";
+    case NodeKind::kBlockwise: return "blockwise";
+    case NodeKind::kExchange: return "exchange";
+    case NodeKind::kStore: return "store";
+  }
+  return "?";
+}
+
+Result<std::shared_ptr<ZarrTarget>> ZarrTarget::Make(std::string url, ArrayMetadata metadata,
+                                                     bool overwrite) {
+  STRATA_RETURN_IF_ERROR(metadata.Validate());
+  std::shared_ptr<ZarrTarget> t(new ZarrTarget());
+  STRATA_ASSIGN_OR_RETURN(t->codec_, ChunkCodec::Make(metadata.encoding, metadata.chunk_shape));
+  t->url_ = std::move(url);
+  t->metadata_ = std::move(metadata);
+  t->overwrite_ = overwrite;
+  return t;
+}
+
+int64_t ZarrTarget::chunk_bytes() const { return codec_->chunk_bytes(); }
+
+Status ZarrTarget::Open() {
+  std::lock_guard lock(mu_);
+  if (array_) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(url_, /*create=*/true));
+  ZarrArray::CreateOptions options;
+  options.overwrite = overwrite_;
+  STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Create(at.store, at.prefix, metadata_, options));
+  return Status::Ok();
+}
+
+std::shared_ptr<ZarrArray> ZarrTarget::array() const {
+  std::lock_guard lock(mu_);
+  return array_;
+}
+
+int64_t NextNodeId() {
+  static std::atomic<int64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string NodeName(int64_t id) { return fmt::format("array-{:03d}", id); }
+
+std::shared_ptr<const Node> MakeNode(Node node) {
+  STRATA_CHECK(node.inputs.size() == node.maps.size())
+      << node.op_name << ": " << node.inputs.size() << " inputs, " << node.maps.size() << " maps";
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    STRATA_CHECK(static_cast<int>(node.maps[i].axes.size()) == node.inputs[i]->grid.rank())
+        << node.op_name << ": map " << i << " has " << node.maps[i].axes.size()
+        << " axes for an input of rank " << node.inputs[i]->grid.rank();
+  }
+  STRATA_CHECK(node.grid.shape() == node.shape) << node.op_name;
+  node.id = NextNodeId();
+  node.name = NodeName(node.id);
+  return std::make_shared<const Node>(std::move(node));
+}
+
+}  // namespace strata

@@ -1,0 +1,129 @@
+// Node: one array of a lazy computation and the op that produces it.
+//
+// Users never see nodes; the API's Array handle wraps one. A node knows its
+// shape, dtype and chunk grid, its input nodes, one key function (InputMap) per
+// input, and a BlockFunction that computes one output block from the input
+// blocks the key function lists. Kinds:
+//   kZarrSource    chunks of an existing Zarr array (read by consumer tasks)
+//   kMemorySource  an NDArray already in memory (consumers read views)
+//   kVirtual       computed from nothing per block (zeros, arange, random):
+//                  never stored, recomputed inside each consumer task
+//   kBlockwise     computed from input blocks (elementwise, reductions, ...)
+//   kExchange      a rechunk: each output block gathers pieces of the input
+//                  blocks it overlaps; never fused (it is where data moves)
+//   kStore         writes its one input's blocks to a Zarr array
+//
+// Thread-safety: immutable once built; shared as std::shared_ptr<const Node>.
+#ifndef STRATA_PLAN_NODE_H_
+#define STRATA_PLAN_NODE_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/chunk_grid.h"
+#include "strata/core/memory_pool.h"
+#include "strata/core/ndarray.h"
+#include "strata/plan/block_map.h"
+#include "strata/plan/spec.h"
+#include "strata/storage/zarr/metadata.h"
+
+namespace strata {
+
+class ZarrArray;
+class ChunkCodec;
+
+// The Zarr array a store node writes. It is created when a compute starts
+// (Open), not when to_zarr is called, so a plan that is refused writes nothing.
+//
+// Thread-safety: Open and array() may be called from any thread.
+class ZarrTarget {
+ public:
+  // InvalidArgument for metadata that cannot be written.
+  static Result<std::shared_ptr<ZarrTarget>> Make(std::string url, ArrayMetadata metadata,
+                                                  bool overwrite);
+  const std::string& url() const { return url_; }
+  const ArrayMetadata& metadata() const { return metadata_; }
+  const ChunkCodec& codec() const { return *codec_; }
+  int64_t chunk_bytes() const;
+  // Creates the array (incomplete until Commit); idempotent.
+  Status Open();
+  // The array once opened, else null.
+  std::shared_ptr<ZarrArray> array() const;
+
+ private:
+  ZarrTarget() = default;
+  std::string url_;
+  ArrayMetadata metadata_;
+  bool overwrite_ = false;
+  std::shared_ptr<const ChunkCodec> codec_;
+  mutable std::mutex mu_;
+  std::shared_ptr<ZarrArray> array_;
+};
+
+// One input block as a BlockFunction sees it.
+struct InputBlock {
+  Shape block;          // coordinates in the input's grid
+  Box box;              // its region of the input array
+  ConstArrayView view;  // its elements; shape == box.shape
+};
+
+// Everything a BlockFunction needs to compute one output block.
+struct BlockRequest {
+  std::span<const Index> block;  // output block coordinates
+  Box box;                       // its region of the output array
+  // inputs[i]: the blocks of node input i that the key function lists, in
+  // ForEachInputBlock order.
+  std::vector<std::vector<InputBlock>> inputs;
+  // Allocate every buffer here: it is the task's pool, so memory is measured.
+  MemoryPool* pool = nullptr;
+};
+
+// Returns the output block (shape == request.box.shape, dtype == the node's).
+using BlockFunction = std::function<Result<NDArray>(const BlockRequest&)>;
+
+enum class NodeKind { kZarrSource, kMemorySource, kVirtual, kBlockwise, kExchange, kStore };
+
+std::string_view NodeKindName(NodeKind kind);
+
+struct Node {
+  int64_t id = 0;
+  std::string name;     // "array-007"
+  std::string op_name;  // "add", "sum-partial", "rechunk", "from_zarr"
+  NodeKind kind = NodeKind::kBlockwise;
+  Shape shape;
+  DType dtype;
+  ChunkGrid grid;
+  std::vector<std::shared_ptr<const Node>> inputs;
+  std::vector<InputMap> maps;  // one per input
+  BlockFunction fn;            // kVirtual, kBlockwise, kExchange
+  // Scratch memory a task of this op needs beyond its inputs and output.
+  int64_t extra_mem = 0;
+  // kZarrSource: the array read.
+  std::shared_ptr<ZarrArray> zarr;
+  // kStore: the array written.
+  std::shared_ptr<ZarrTarget> target;
+  // kMemorySource: the data.
+  std::shared_ptr<const NDArray> data;
+  std::shared_ptr<const Spec> spec;
+
+  // Bytes of the largest block.
+  int64_t max_block_bytes() const { return grid.max_block_elements() * dtype.size(); }
+  int64_t nbytes() const { return NumElements(shape) * dtype.size(); }
+  int64_t num_blocks() const { return grid.num_blocks(); }
+};
+
+// A fresh, process-unique node id and its name ("array-007").
+int64_t NextNodeId();
+std::string NodeName(int64_t id);
+
+// Builds a node, filling id and name; CHECKs that maps match inputs.
+std::shared_ptr<const Node> MakeNode(Node node);
+
+}  // namespace strata
+
+#endif  // STRATA_PLAN_NODE_H_

@@ -1,0 +1,108 @@
+#include "strata/plan/spec.h"
+
+#include <fmt/format.h>
+
+#include "strata/base/byte_size.h"
+#include "strata/base/system_info.h"
+
+namespace strata {
+
+Result<int64_t> ByteSize::Resolve(std::string_view setting) const {
+  if (bytes_) {
+    if (*bytes_ < 0) {
+      return InvalidArgumentError(fmt::format("{} must not be negative, got {}", setting, *bytes_));
+    }
+    return *bytes_;
+  }
+  if (text_) {
+    Result<int64_t> parsed = ParseByteSize(*text_);
+    if (!parsed.ok()) return parsed.status().WithContext(std::string(setting));
+    return parsed;
+  }
+  return InvalidArgumentError(fmt::format("{} is not set", setting));
+}
+
+std::string_view ExecutorName(ExecutorKind kind) {
+  switch (kind) {
+    case ExecutorKind::kInline: return "inline";
+    case ExecutorKind::kThreads: return "threads";
+    case ExecutorKind::kProcesses: return "processes";
+    case ExecutorKind::kMpi: return "mpi";
+  }
+  return "?";
+}
+
+std::string_view TierChoiceName(TierChoice tier) {
+  switch (tier) {
+    case TierChoice::kAuto: return "auto";
+    case TierChoice::kMemory: return "memory";
+    case TierChoice::kDisk: return "disk";
+    case TierChoice::kObject: return "object";
+  }
+  return "?";
+}
+
+Result<ExecutorKind> ParseExecutor(std::string_view name) {
+  for (ExecutorKind k : {ExecutorKind::kInline, ExecutorKind::kThreads, ExecutorKind::kProcesses,
+                         ExecutorKind::kMpi}) {
+    if (ExecutorName(k) == name) return k;
+  }
+  return InvalidArgumentError(fmt::format(
+      "unknown executor '{}' (expected inline, threads, processes or mpi)", name));
+}
+
+Result<TierChoice> ParseTierChoice(std::string_view name) {
+  for (TierChoice t :
+       {TierChoice::kAuto, TierChoice::kMemory, TierChoice::kDisk, TierChoice::kObject}) {
+    if (TierChoiceName(t) == name) return t;
+  }
+  return InvalidArgumentError(
+      fmt::format("unknown tier '{}' (expected auto, memory, disk or object)", name));
+}
+
+Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
+  ResolvedSpec r;
+  r.work_dir = spec.work_dir;
+  r.allowed_mem = kDefaultAllowedMem;
+  r.reserved_mem = kDefaultReservedMem;
+  r.total_system_mem = DefaultTotalSystemMemory();
+  if (spec.allowed_mem.is_set()) {
+    STRATA_ASSIGN_OR_RETURN(r.allowed_mem, spec.allowed_mem.Resolve("allowed_mem"));
+  }
+  if (spec.reserved_mem.is_set()) {
+    STRATA_ASSIGN_OR_RETURN(r.reserved_mem, spec.reserved_mem.Resolve("reserved_mem"));
+  }
+  if (spec.total_system_mem.is_set()) {
+    STRATA_ASSIGN_OR_RETURN(r.total_system_mem,
+                            spec.total_system_mem.Resolve("total_system_mem"));
+  }
+  if (r.allowed_mem <= r.reserved_mem) {
+    return InvalidArgumentError(fmt::format(
+        "allowed_mem ({}) must be larger than reserved_mem ({})", FormatBytes(r.allowed_mem),
+        FormatBytes(r.reserved_mem)));
+  }
+  if (r.allowed_mem > r.total_system_mem) {
+    return InvalidArgumentError(fmt::format(
+        "allowed_mem ({}) exceeds total_system_mem ({}): one task could not run",
+        FormatBytes(r.allowed_mem), FormatBytes(r.total_system_mem)));
+  }
+  if (spec.workers < 0 || spec.workers > 4096) {
+    return InvalidArgumentError(fmt::format("workers must be 0..4096, got {}", spec.workers));
+  }
+  if (spec.retries < 0 || spec.retries > 100) {
+    return InvalidArgumentError(fmt::format("retries must be 0..100, got {}", spec.retries));
+  }
+  r.executor = spec.executor;
+  r.workers = spec.workers > 0 ? spec.workers : AvailableCores();
+  if (r.executor == ExecutorKind::kInline) r.workers = 1;
+  r.tier = spec.tier;
+  r.object_store_url = spec.object_store_url;
+  r.retries = spec.retries;
+  r.fuse = spec.fuse;
+  if (r.tier == TierChoice::kObject && r.object_store_url.empty()) {
+    return InvalidArgumentError("tier 'object' needs an object store URL (object_store_url)");
+  }
+  return r;
+}
+
+}  // namespace strata

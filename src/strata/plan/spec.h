@@ -1,0 +1,99 @@
+// Spec: the resources a computation may use, shared by every array built
+// under it (as in Cubed).
+//
+//   Spec spec;
+//   spec.work_dir = "tmp";
+//   spec.allowed_mem = "400MB";      // per task, reserved_mem included
+//   spec.total_system_mem = "16GB";  // default: 80% of min(RAM, cgroup limit)
+//
+// Sizes are ByteSize values: "400MB", "2GiB" or a plain byte count. They are
+// parsed when the spec is validated (plan() and compute() do it first), so a
+// typo is reported as an error naming the setting, not a crash.
+//
+// Thread-safety: a value; share as std::shared_ptr<const Spec>.
+#ifndef STRATA_PLAN_SPEC_H_
+#define STRATA_PLAN_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "strata/base/status.h"
+
+namespace strata {
+
+// A size given as bytes or as text such as "400MB".
+class ByteSize {
+ public:
+  ByteSize() = default;
+  ByteSize(int64_t bytes) : bytes_(bytes) {}                   // NOLINT
+  ByteSize(int bytes) : bytes_(bytes) {}                       // NOLINT
+  ByteSize(const char* text) : text_(text) {}                  // NOLINT
+  ByteSize(std::string text) : text_(std::move(text)) {}       // NOLINT
+
+  bool is_set() const { return bytes_.has_value() || text_.has_value(); }
+  // The size in bytes; InvalidArgument naming `setting` for bad text.
+  Result<int64_t> Resolve(std::string_view setting) const;
+
+ private:
+  std::optional<int64_t> bytes_;
+  std::optional<std::string> text_;
+};
+
+enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi };
+enum class TierChoice { kAuto, kMemory, kDisk, kObject };
+
+std::string_view ExecutorName(ExecutorKind kind);
+std::string_view TierChoiceName(TierChoice tier);
+Result<ExecutorKind> ParseExecutor(std::string_view name);
+Result<TierChoice> ParseTierChoice(std::string_view name);
+
+struct Spec {
+  // Where disk-tier intermediates go (a directory; created on demand). Empty:
+  // a fresh directory under $TMPDIR, removed after each compute.
+  std::string work_dir;
+  // Memory one task may use, reserved_mem included. Default 2 GB.
+  ByteSize allowed_mem;
+  // Memory a task needs before touching any chunk (the process, libraries,
+  // stacks). Default 16 MB.
+  ByteSize reserved_mem;
+  // Memory all running tasks plus resident intermediates may use together.
+  // Default: 80% of min(physical RAM, cgroup limit).
+  ByteSize total_system_mem;
+  ExecutorKind executor = ExecutorKind::kThreads;
+  // Worker threads/processes; 0: the number of cores.
+  int workers = 0;
+  // Where intermediates go; kAuto lets the planner choose per stage.
+  TierChoice tier = TierChoice::kAuto;
+  // Object-store prefix for the object tier ("s3://bucket/prefix"), if any.
+  std::string object_store_url;
+  // Retries of a task after a transient (retryable) error.
+  int retries = 2;
+  // Optimizer passes (each can be switched off; see plan/planner.h).
+  bool fuse = true;
+};
+
+// A Spec with every size resolved and every default filled in.
+struct ResolvedSpec {
+  std::string work_dir;  // empty: a temporary directory per compute
+  int64_t allowed_mem = 0;
+  int64_t reserved_mem = 0;
+  int64_t total_system_mem = 0;
+  ExecutorKind executor = ExecutorKind::kThreads;
+  int workers = 1;
+  TierChoice tier = TierChoice::kAuto;
+  std::string object_store_url;
+  int retries = 2;
+  bool fuse = true;
+};
+
+// InvalidArgument naming the setting at fault (bad size text, allowed_mem <=
+// reserved_mem, allowed_mem > total_system_mem, workers < 0, retries < 0).
+Result<ResolvedSpec> ResolveSpec(const Spec& spec);
+
+inline constexpr int64_t kDefaultAllowedMem = 2'000'000'000;
+inline constexpr int64_t kDefaultReservedMem = 16'000'000;
+
+}  // namespace strata
+
+#endif  // STRATA_PLAN_SPEC_H_

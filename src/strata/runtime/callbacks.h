@@ -1,0 +1,98 @@
+// Callbacks: what a compute tells the world while it runs.
+//
+// The executor calls OnComputeStart once, OnOpStart when an op's first task
+// starts, OnTaskEnd after every task, OnOpEnd when an op's last task is done,
+// and OnComputeEnd once with the final status. Progress bars and the history
+// file are callbacks; tests use them to assert measured <= projected.
+//
+// Thread-safety: the executor serialises calls to one callback (they come from
+// one thread at a time), so implementations need no locking of their own.
+#ifndef STRATA_RUNTIME_CALLBACKS_H_
+#define STRATA_RUNTIME_CALLBACKS_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "strata/base/progress.h"
+#include "strata/base/status.h"
+#include "strata/core/box.h"
+#include "strata/plan/planner.h"
+
+namespace strata {
+
+struct TaskEndEvent {
+  const PlannedOp* op = nullptr;
+  Shape block;
+  double start_seconds = 0;  // since compute start
+  double end_seconds = 0;
+  int64_t projected_mem = 0;
+  int64_t measured_peak = 0;  // peak of the task's MemoryPool
+  int attempts = 1;
+  int worker = 0;
+};
+
+struct ComputeSummary {
+  double seconds = 0;
+  int64_t tasks = 0;
+  int64_t peak_pool_bytes = 0;          // peak of the compute's root pool
+  int64_t intermediate_bytes_written = 0;  // to disk/object tiers
+  int64_t peak_resident_intermediate_bytes = 0;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  virtual void OnComputeStart(const Plan& plan) {}
+  virtual void OnOpStart(const PlannedOp& op) {}
+  virtual void OnTaskEnd(const TaskEndEvent& event) {}
+  virtual void OnOpEnd(const PlannedOp& op) {}
+  virtual void OnComputeEnd(const Plan& plan, const Status& status,
+                            const ComputeSummary& summary) {}
+};
+
+// One progress line per op on stderr ("add  [#####.....]  5/10 chunks"),
+// shown only on a terminal.
+class ProgressCallback : public Callback {
+ public:
+  void OnOpStart(const PlannedOp& op) override;
+  void OnTaskEnd(const TaskEndEvent& event) override;
+  void OnOpEnd(const PlannedOp& op) override;
+
+ private:
+  std::map<int, std::unique_ptr<ProgressBar>> bars_;
+};
+
+// JSON lines: one {"event": "task", ...} per task, one {"event": "op", ...}
+// per op with projected and measured peak memory, one {"event": "compute"}.
+class HistoryCallback : public Callback {
+ public:
+  // Appends to `path`; errors opening it are reported by status().
+  explicit HistoryCallback(std::string path);
+  ~HistoryCallback() override;
+  const Status& status() const { return status_; }
+
+  void OnComputeStart(const Plan& plan) override;
+  void OnTaskEnd(const TaskEndEvent& event) override;
+  void OnOpEnd(const PlannedOp& op) override;
+  void OnComputeEnd(const Plan& plan, const Status& status,
+                    const ComputeSummary& summary) override;
+
+ private:
+  struct OpTotals {
+    int64_t tasks = 0;
+    int64_t projected = 0;
+    int64_t measured_peak = 0;
+    double task_seconds = 0;
+  };
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  Status status_;
+  std::map<int, OpTotals> totals_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_CALLBACKS_H_

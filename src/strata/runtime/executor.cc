@@ -1,0 +1,534 @@
+#include "strata/runtime/executor.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <thread>
+
+#include "strata/base/byte_size.h"
+#include "strata/runtime/intermediate_store.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A block in hand inside a task: a view plus whatever keeps it alive.
+struct Held {
+  ConstArrayView view;
+  std::shared_ptr<const void> keepalive;
+};
+
+struct Task {
+  int op = -1;
+  Index block = 0;  // linear index in the op's grid
+};
+
+// Per-task state: its pool and the materialized blocks it already fetched.
+struct TaskFrame {
+  int root = -1;
+  std::shared_ptr<MemoryPool> pool;
+  std::map<std::pair<int, Shape>, std::shared_ptr<const NDArray>> fetched;
+};
+
+class Execution {
+ public:
+  Execution(const Plan& plan, const ComputeOptions& options)
+      : plan_(plan), spec_(plan.spec()), options_(options), state_(plan.ops().size()) {}
+
+  Result<ComputeResult> Run();
+
+ private:
+  struct OpState {
+    std::vector<int32_t> pending;  // unfinished dependency reads per task
+    std::vector<int32_t> refs;     // remaining reads per produced block (tiered ops)
+    int64_t done = 0;
+    int64_t next_block = 0;  // ops without dependencies hand out blocks in order
+    bool cursor = false;     // true for such ops
+    bool started = false;
+    std::unique_ptr<IntermediateStore> tier;
+  };
+
+  struct ReadyCompare {
+    const Plan* plan;
+    bool operator()(const Task& a, const Task& b) const {
+      // priority_queue pops the largest: deeper ops first, then lower op
+      // index, then lower block.
+      const PlannedOp& x = plan->ops()[a.op];
+      const PlannedOp& y = plan->ops()[b.op];
+      if (x.depth != y.depth) return x.depth < y.depth;
+      if (a.op != b.op) return a.op > b.op;
+      return a.block > b.block;
+    }
+  };
+
+  Status Prepare();
+  void WorkerLoop(int worker);
+  bool PickLocked(Task* task);
+  Status RunTask(const Task& task, int worker, int attempt);
+  Status RunWithRetries(const Task& task, int worker, int* attempts);
+  // Bookkeeping after a task succeeded; returns blocks to erase (outside the lock).
+  void CompleteLocked(const Task& task, std::vector<std::pair<int, Shape>>& erase,
+                      std::vector<int>& finished_ops);
+
+  Result<Held> Obtain(const Node& node, std::span<const Index> block, TaskFrame& frame);
+  Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, TaskFrame& frame);
+
+  Shape Unravel(const PlannedOp& op, Index linear) const {
+    Shape block(op.node->grid.rank());
+    UnravelIndex(linear, op.node->grid.grid_shape(), block);
+    return block;
+  }
+  double Seconds(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - start_).count();
+  }
+  void Notify(const std::function<void(Callback&)>& fn) {
+    std::lock_guard lock(callback_mu_);
+    for (const auto& cb : options_.callbacks) fn(*cb);
+  }
+  Status Cleanup();
+
+  const Plan& plan_;
+  const ResolvedSpec& spec_;
+  const ComputeOptions& options_;
+  std::vector<OpState> state_;
+  std::shared_ptr<MemoryPool> root_pool_;
+  std::shared_ptr<MemoryPool> tier_pool_;
+  std::string run_dir_;
+  bool created_work_dir_ = false;
+  std::vector<std::optional<NDArray>> results_;
+  std::vector<int> cursor_ops_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Task, std::vector<Task>, ReadyCompare> ready_{ReadyCompare{&plan_}};
+  int running_ = 0;
+  int64_t running_projected_ = 0;
+  int64_t tasks_remaining_ = 0;
+  Status fatal_;
+  std::atomic<int64_t> resident_{0};
+  int64_t peak_resident_ = 0;
+  std::mutex callback_mu_;
+  Clock::time_point start_;
+};
+
+std::string BlockName(std::span<const Index> block) { return JoinIndices(block, '.'); }
+
+Status Execution::Prepare() {
+  root_pool_ = MemoryPool::Default()->NewChild({"compute", spec_.total_system_mem});
+  tier_pool_ = root_pool_->NewChild({"memory tier", 0});
+  const auto& ops = plan_.ops();
+  // Results.
+  results_.resize(plan_.outputs().size());
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = ops[plan_.outputs()[slot]];
+    if (op.node->kind == NodeKind::kStore) continue;
+    STRATA_ASSIGN_OR_RETURN(NDArray a,
+                            NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
+    results_[slot] = std::move(a);
+  }
+  // Store targets are created now, after the plan was accepted.
+  for (const PlannedOp& op : ops) {
+    if (op.node->kind == NodeKind::kStore) {
+      STRATA_RETURN_IF_ERROR(op.node->target->Open());
+      if (op.num_tasks() == 0) STRATA_RETURN_IF_ERROR(op.node->target->array()->Commit());
+    }
+  }
+  // Tiers.
+  for (const PlannedOp& op : ops) {
+    OpState& s = state_[op.index];
+    if (!op.materialized) continue;
+    tasks_remaining_ += op.num_tasks();
+    if (op.tier == Tier::kMemory) {
+      s.tier = std::make_unique<MemoryIntermediateStore>(op.node->name, tier_pool_);
+    } else if (op.tier == Tier::kDisk) {
+      if (run_dir_.empty()) {
+        std::string base = spec_.work_dir;
+        if (base.empty()) {
+          const char* tmp = std::getenv("TMPDIR");
+          base = tmp && *tmp ? tmp : "/tmp";
+        }
+        std::error_code ec;
+        if (!std::filesystem::exists(base, ec)) created_work_dir_ = true;
+        static std::atomic<int> counter{0};
+        run_dir_ = fmt::format("{}/strata-run-{}-{}", base, ::getpid(), counter++);
+        std::filesystem::create_directories(run_dir_, ec);
+        if (ec) {
+          return ErrnoToStatus(ec.value(), fmt::format("creating work_dir {}", run_dir_))
+              .WithContext("work_dir");
+        }
+      }
+      STRATA_ASSIGN_OR_RETURN(
+          s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int.zarr", run_dir_, op.node->name),
+                                                op.node->grid, op.node->dtype));
+    } else if (op.tier == Tier::kObject) {
+      return UnimplementedError("the object tier is not available yet");
+    }
+    if (op.tier != Tier::kNone) s.refs.assign(op.num_tasks(), -1);
+  }
+  // Readiness: ops without dependencies hand out blocks in order; the others
+  // count, per task, the dependency blocks it must wait for.
+  for (const PlannedOp& op : ops) {
+    if (!op.materialized) continue;
+    OpState& s = state_[op.index];
+    if (op.dependencies.empty()) {
+      s.cursor = true;
+      if (op.num_tasks() > 0) cursor_ops_.push_back(op.index);
+      continue;
+    }
+    s.pending.assign(op.num_tasks(), 0);
+    Shape block(op.node->grid.rank());
+    for (Index b = 0; b < op.num_tasks(); ++b) {
+      UnravelIndex(b, op.node->grid.grid_shape(), block);
+      int64_t n = 0;
+      for (const Dependency& d : op.dependencies) n += CountInputBlocks(d.map, block);
+      s.pending[b] = static_cast<int32_t>(n);
+      if (n == 0) ready_.push({op.index, b});
+    }
+  }
+  return Status::Ok();
+}
+
+bool Execution::PickLocked(Task* task) {
+  // Best candidate: the ready heap's top or the next block of a cursor op.
+  bool have = false;
+  Task best;
+  ReadyCompare less{&plan_};
+  if (!ready_.empty()) {
+    best = ready_.top();
+    have = true;
+  }
+  int best_cursor = -1;
+  for (int op : cursor_ops_) {
+    Task t{op, state_[op].next_block};
+    if (!have || less(best, t)) {
+      best = t;
+      have = true;
+      best_cursor = op;
+    }
+  }
+  if (!have) return false;
+  const int64_t projected = plan_.ops()[best.op].projected_mem;
+  if (running_ > 0 &&
+      running_projected_ + projected + resident_.load() > spec_.total_system_mem) {
+    return false;  // wait for memory to be released
+  }
+  if (best_cursor >= 0) {
+    OpState& s = state_[best_cursor];
+    if (++s.next_block >= plan_.ops()[best_cursor].num_tasks()) {
+      cursor_ops_.erase(std::find(cursor_ops_.begin(), cursor_ops_.end(), best_cursor));
+    }
+  } else {
+    ready_.pop();
+  }
+  *task = best;
+  return true;
+}
+
+Result<NDArray> Execution::ComputeBlock(const Node& node, std::span<const Index> block,
+                                        TaskFrame& frame) {
+  Box box = node.grid.BlockBox(block);
+  switch (node.kind) {
+    case NodeKind::kZarrSource: {
+      STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(*frame.pool, node.dtype, box.shape));
+      STRATA_RETURN_IF_ERROR(node.zarr->ReadChunk(block, a.view(), *frame.pool).status());
+      return a;
+    }
+    case NodeKind::kMemorySource:
+      return NDArray::CopyOf(*frame.pool, node.data->view().Slice(box));
+    default:
+      break;
+  }
+  BlockRequest request;
+  request.block = block;
+  request.box = box;
+  request.pool = frame.pool.get();
+  request.inputs.resize(node.inputs.size());
+  std::vector<std::shared_ptr<const void>> keep;
+  Status status;
+  for (size_t i = 0; i < node.inputs.size() && status.ok(); ++i) {
+    const Node& in = *node.inputs[i];
+    ForEachInputBlock(node.maps[i], block, [&](std::span<const Index> k) {
+      if (!status.ok()) return;
+      Result<Held> held = Obtain(in, k, frame);
+      if (!held.ok()) {
+        status = held.status();
+        return;
+      }
+      request.inputs[i].push_back({Shape(k.begin(), k.end()), in.grid.BlockBox(k), held->view});
+      keep.push_back(std::move(held->keepalive));
+    });
+  }
+  STRATA_RETURN_IF_ERROR(status);
+  Result<NDArray> out = node.fn(request);
+  if (!out.ok()) return out.status().WithContext(fmt::format("{} ({})", node.op_name, node.name));
+  if (out->shape() != box.shape || out->dtype() != node.dtype) {
+    return InternalError(fmt::format("{} ({}) produced a block of {} {} for block {} of {} {}",
+                                     node.op_name, node.name, ShapeToString(out->shape()),
+                                     out->dtype().name(), BlockName(block),
+                                     ShapeToString(box.shape), node.dtype.name()));
+  }
+  return out;
+}
+
+Result<Held> Execution::Obtain(const Node& node, std::span<const Index> block, TaskFrame& frame) {
+  if (node.kind == NodeKind::kMemorySource) {
+    return Held{node.data->view().Slice(node.grid.BlockBox(block)), node.data};
+  }
+  const int index = plan_.IndexOf(&node);
+  const PlannedOp& op = plan_.ops()[index];
+  if (op.materialized && index != frame.root) {
+    auto key = std::make_pair(index, Shape(block.begin(), block.end()));
+    auto it = frame.fetched.find(key);
+    if (it == frame.fetched.end()) {
+      OpState& s = state_[index];
+      if (!s.tier) {
+        return InternalError(fmt::format("{} has no tier to read block {} from", node.name,
+                                         BlockName(block)));
+      }
+      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data, s.tier->Get(block, *frame.pool));
+      it = frame.fetched.emplace(std::move(key), std::move(data)).first;
+    }
+    return Held{it->second->view(), it->second};
+  }
+  STRATA_ASSIGN_OR_RETURN(NDArray a, ComputeBlock(node, block, frame));
+  auto shared = std::make_shared<const NDArray>(std::move(a));
+  return Held{shared->view(), shared};
+}
+
+Status Execution::RunTask(const Task& task, int worker, int attempt) {
+  const PlannedOp& op = plan_.ops()[task.op];
+  const Node& node = *op.node;
+  Shape block = Unravel(op, task.block);
+  if (options_.fault_injector) STRATA_RETURN_IF_ERROR(options_.fault_injector(op, block, attempt));
+  TaskFrame frame;
+  frame.root = task.op;
+  frame.pool = root_pool_->NewChild(
+      {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
+       spec_.allowed_mem});
+  auto t0 = Clock::now();
+  if (node.kind == NodeKind::kStore) {
+    STRATA_ASSIGN_OR_RETURN(Held in, Obtain(*node.inputs[0], block, frame));
+    STRATA_RETURN_IF_ERROR(node.target->array()->WriteChunk(block, in.view, *frame.pool));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
+    frame.fetched.clear();  // inputs are no longer needed
+    if (op.output_slot >= 0) {
+      Box box = node.grid.BlockBox(block);
+      CopyArray(out.view(), results_[op.output_slot]->view().Slice(box));
+    }
+    if (op.tier != Tier::kNone) {
+      int64_t bytes = out.nbytes();
+      STRATA_RETURN_IF_ERROR(state_[task.op].tier->Put(block, std::move(out)));
+      if (op.tier == Tier::kMemory) resident_ += bytes;
+    }
+  }
+  auto t1 = Clock::now();
+  TaskEndEvent event;
+  event.op = &op;
+  event.block = block;
+  event.start_seconds = Seconds(t0);
+  event.end_seconds = Seconds(t1);
+  event.projected_mem = op.projected_mem;
+  event.measured_peak = frame.pool->peak_bytes();
+  event.attempts = attempt;
+  event.worker = worker;
+  Notify([&](Callback& cb) { cb.OnTaskEnd(event); });
+  return Status::Ok();
+}
+
+Status Execution::RunWithRetries(const Task& task, int worker, int* attempts) {
+  const PlannedOp& op = plan_.ops()[task.op];
+  for (int attempt = 1;; ++attempt) {
+    *attempts = attempt;
+    Status s = RunTask(task, worker, attempt);
+    if (s.ok()) return s;
+    if (!IsRetryable(s) || attempt > spec_.retries) {
+      Shape block = Unravel(op, task.block);
+      std::string tries = attempt > 1 ? fmt::format(" after {} attempts", attempt) : "";
+      return s.WithContext(fmt::format("task {} of {} ({}){}", BlockName(block), op.node->op_name,
+                                       op.node->name, tries));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+  }
+}
+
+void Execution::CompleteLocked(const Task& task, std::vector<std::pair<int, Shape>>& erase,
+                               std::vector<int>& finished_ops) {
+  const auto& ops = plan_.ops();
+  const PlannedOp& op = ops[task.op];
+  OpState& s = state_[task.op];
+  Shape block = Unravel(op, task.block);
+  --tasks_remaining_;
+  if (++s.done == op.num_tasks()) finished_ops.push_back(task.op);
+  peak_resident_ = std::max(peak_resident_, resident_.load());
+
+  // Readers of the new block: count them, and wake the tasks it completes.
+  int64_t readers = 0;
+  for (int c : op.consumers) {
+    const PlannedOp& consumer = ops[c];
+    OpState& cs = state_[c];
+    for (const Dependency& d : consumer.dependencies) {
+      if (d.producer != task.op) continue;
+      ForEachConsumer(d.map, block, consumer.node->grid.grid_shape(),
+                      [&](std::span<const Index> b) {
+                        ++readers;
+                        Index linear = LinearIndex(b, consumer.node->grid.grid_shape());
+                        if (--cs.pending[linear] == 0) ready_.push({c, linear});
+                      });
+    }
+  }
+  if (op.tier != Tier::kNone) {
+    s.refs[task.block] = static_cast<int32_t>(readers);
+    if (readers == 0) erase.push_back({task.op, block});
+  }
+
+  // The blocks this task read: one reader fewer each.
+  for (const Dependency& d : op.dependencies) {
+    const PlannedOp& producer = ops[d.producer];
+    OpState& ps = state_[d.producer];
+    ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+      Index linear = LinearIndex(k, producer.node->grid.grid_shape());
+      if (--ps.refs[linear] == 0) erase.push_back({d.producer, Shape(k.begin(), k.end())});
+    });
+  }
+}
+
+void Execution::WorkerLoop(int worker) {
+  std::unique_lock lock(mu_);
+  while (true) {
+    if (!fatal_.ok() || tasks_remaining_ == 0) break;
+    Task task;
+    if (!PickLocked(&task)) {
+      if (running_ == 0 && ready_.empty() && cursor_ops_.empty()) {
+        fatal_ = InternalError(fmt::format(
+            "scheduler stalled with {} tasks left and none ready", tasks_remaining_));
+        cv_.notify_all();
+        break;
+      }
+      cv_.wait(lock);
+      continue;
+    }
+    const PlannedOp& op = plan_.ops()[task.op];
+    ++running_;
+    running_projected_ += op.projected_mem;
+    bool first = !state_[task.op].started;
+    state_[task.op].started = true;
+    lock.unlock();
+    if (first) Notify([&](Callback& cb) { cb.OnOpStart(op); });
+    int attempts = 0;
+    Status s = RunWithRetries(task, worker, &attempts);
+    std::vector<std::pair<int, Shape>> erase;
+    std::vector<int> finished;
+    lock.lock();
+    --running_;
+    running_projected_ -= op.projected_mem;
+    if (!s.ok()) {
+      if (fatal_.ok()) fatal_ = s;
+      cv_.notify_all();
+      continue;
+    }
+    CompleteLocked(task, erase, finished);
+    lock.unlock();
+    Status post;
+    for (const auto& [op_index, block] : erase) {
+      IntermediateStore& tier = *state_[op_index].tier;
+      int64_t before = tier.resident_bytes();
+      Status e = tier.Erase(block);
+      resident_ -= before - tier.resident_bytes();
+      if (!e.ok() && post.ok()) post = e;
+    }
+    for (int f : finished) {
+      const PlannedOp& done = plan_.ops()[f];
+      if (done.node->kind == NodeKind::kStore && post.ok()) {
+        post = done.node->target->array()->Commit();
+      }
+      Notify([&](Callback& cb) { cb.OnOpEnd(done); });
+    }
+    lock.lock();
+    if (!post.ok() && fatal_.ok()) fatal_ = post;
+    cv_.notify_all();
+  }
+}
+
+Status Execution::Cleanup() {
+  Status first;
+  for (OpState& s : state_) {
+    if (s.tier) {
+      Status c = s.tier->Cleanup();
+      if (!c.ok() && first.ok()) first = c;
+      s.tier.reset();
+    }
+  }
+  if (!run_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(run_dir_, ec);
+    if (ec && first.ok()) first = ErrnoToStatus(ec.value(), fmt::format("removing {}", run_dir_));
+    if (created_work_dir_) {
+      std::filesystem::path parent = std::filesystem::path(run_dir_).parent_path();
+      if (std::filesystem::is_empty(parent, ec)) std::filesystem::remove(parent, ec);
+    }
+  }
+  return first;
+}
+
+Result<ComputeResult> Execution::Run() {
+  start_ = Clock::now();
+  Notify([&](Callback& cb) { cb.OnComputeStart(plan_); });
+  Status status = Prepare();
+  if (status.ok()) {
+    const int workers = spec_.executor == ExecutorKind::kInline ? 1 : spec_.workers;
+    std::vector<std::thread> threads;
+    for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
+    WorkerLoop(0);
+    for (auto& t : threads) t.join();
+    status = fatal_;
+  }
+  ComputeSummary summary;
+  for (const OpState& s : state_) {
+    if (s.tier) summary.intermediate_bytes_written += s.tier->bytes_written();
+  }
+  Status cleanup = Cleanup();
+  if (status.ok()) status = cleanup;
+  summary.seconds = Seconds(Clock::now());
+  summary.tasks = plan_.total_tasks() - tasks_remaining_;
+  summary.peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
+  summary.peak_resident_intermediate_bytes = peak_resident_;
+  Notify([&](Callback& cb) { cb.OnComputeEnd(plan_, status, summary); });
+  if (!status.ok()) return status;
+  // An array requested twice was computed once, into its first slot.
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = plan_.ops()[plan_.outputs()[slot]];
+    if (op.output_slot >= 0 && op.output_slot != static_cast<int>(slot)) {
+      STRATA_ASSIGN_OR_RETURN(results_[slot],
+                              NDArray::CopyOf(*MemoryPool::Default(),
+                                              results_[op.output_slot]->view()));
+    }
+  }
+  ComputeResult result;
+  result.arrays = std::move(results_);
+  result.summary = summary;
+  return result;
+}
+
+}  // namespace
+
+Result<ComputeResult> Execute(const Plan& plan, const ComputeOptions& options) {
+  if (plan.spec().executor == ExecutorKind::kProcesses || plan.spec().executor == ExecutorKind::kMpi) {
+    return UnimplementedError(fmt::format("the '{}' executor is not available yet",
+                                          ExecutorName(plan.spec().executor)));
+  }
+  Execution execution(plan, options);
+  return execution.Run();
+}
+
+}  // namespace strata

@@ -1,0 +1,65 @@
+// Execute: runs a Plan chunk by chunk on the inline or threads executor.
+//
+// Scheduling is at chunk level with no barrier between ops: a task (op,
+// block) becomes ready the moment the blocks it reads exist. Readiness and
+// readers are found through the key functions (plan/block_map.h): the executor
+// keeps one counter per task and one reader count per produced intermediate
+// block, never edge lists.
+//
+// Admission: a ready task starts only while
+//   sum(projected memory of running tasks) + resident intermediate bytes
+//     <= total_system_mem
+// (a task always starts when nothing else runs, so a plan always progresses).
+// Among ready tasks the deepest op wins (depth first), which consumes
+// intermediates soon after they appear.
+//
+// Memory: each task allocates from its own MemoryPool, capped at allowed_mem,
+// under a compute pool capped at total_system_mem; its peak is reported in
+// TaskEndEvent beside the projection.
+//
+// Intermediates live in their op's tier and each block is erased when its
+// last reader finishes; everything left is removed at the end, on success or
+// failure, and the run's directory under work_dir is deleted.
+//
+// Failures: a retryable error (IsRetryable) reruns the task up to
+// spec.retries times; any other error cancels the compute (no new tasks start,
+// running ones finish) and is returned with the task named. Stores that did
+// not finish stay incomplete (see ZarrArray).
+//
+// Thread-safety: Execute may be called from any thread; it blocks until done.
+#ifndef STRATA_RUNTIME_EXECUTOR_H_
+#define STRATA_RUNTIME_EXECUTOR_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "strata/base/status.h"
+#include "strata/core/ndarray.h"
+#include "strata/plan/planner.h"
+#include "strata/runtime/callbacks.h"
+
+namespace strata {
+
+struct ComputeOptions {
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  // Test hook: called before every attempt of every task; a non-OK status
+  // fails that attempt (retryable or not, as the status says).
+  std::function<Status(const PlannedOp& op, std::span<const Index> block, int attempt)>
+      fault_injector;
+};
+
+struct ComputeResult {
+  // One entry per requested array: the values for computed arrays, nullopt
+  // for stores (to_zarr).
+  std::vector<std::optional<NDArray>> arrays;
+  ComputeSummary summary;
+};
+
+Result<ComputeResult> Execute(const Plan& plan, const ComputeOptions& options = {});
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_EXECUTOR_H_
