@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "strata/api/internal.h"
 #include "strata/core/dtype_dispatch.h"
@@ -205,6 +207,23 @@ Array integers(int64_t low, int64_t high, Shape shape, Shape chunks, uint64_t se
   }
   if (!dtype.is_integer()) {
     return Array::FromStatus(InvalidArgumentError("random.integers: dtype must be an integer type"));
+  }
+  // Values outside the dtype would wrap silently; numpy refuses them too.
+  const auto [lowest, highest] = VisitDType(dtype, [](auto tag) -> std::pair<__int128, __int128> {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      return {std::numeric_limits<T>::min(), std::numeric_limits<T>::max()};
+    } else {
+      return {0, 0};
+    }
+  });
+  if (low < lowest) {
+    return Array::FromStatus(InvalidArgumentError(
+        fmt::format("random.integers: low ({}) is out of bounds for {}", low, dtype.name())));
+  }
+  if (static_cast<__int128>(high) - 1 > highest) {
+    return Array::FromStatus(InvalidArgumentError(
+        fmt::format("random.integers: high ({}) is out of bounds for {}", high, dtype.name())));
   }
   Result<ChunkGrid> grid = GridFor(shape, chunks, dtype, spec, "random.integers");
   if (!grid.ok()) return Array::FromStatus(grid.status());

@@ -6,6 +6,8 @@
 
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
+#include "strata/plan/rechunk_plan.h"
+#include "strata/storage/zarr/zarr_array.h"
 
 namespace strata::internal_api {
 
@@ -82,7 +84,8 @@ Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, 
     }
     Shape clipped = chunks;
     for (size_t i = 0; i < shape.size(); ++i) {
-      if (chunks[i] < 1) {
+      // A zero-length axis may have a zero chunk (Dask writes chunks=(0,) for it).
+      if (chunks[i] < 1 && !(chunks[i] == 0 && shape[i] == 0)) {
         return InvalidArgumentError(fmt::format("{}: chunks {} must be at least 1 along every axis",
                                                 op, ShapeToString(chunks)));
       }
@@ -128,7 +131,8 @@ ChunkGrid GridFromSizes(std::vector<std::vector<Index>> sizes) {
 
 Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
                     std::vector<Array> inputs, std::vector<InputMap> maps, BlockFunction fn,
-                    int64_t extra_mem, std::shared_ptr<const Spec> spec, NodeKind kind) {
+                    int64_t extra_mem, std::shared_ptr<const Spec> spec, NodeKind kind,
+                    const std::function<void(Node&)>& decorate) {
   Node node;
   node.op_name = std::move(op);
   node.kind = kind;
@@ -140,18 +144,20 @@ Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
   node.fn = std::move(fn);
   node.extra_mem = extra_mem;
   node.spec = std::move(spec);
+  if (decorate) decorate(node);
   return Array(MakeNode(std::move(node)));
 }
 
 Array MakeVirtual(std::string op, Shape shape, ChunkGrid grid, DType dtype,
                   std::shared_ptr<const Spec> spec, FillFunction fill) {
-  BlockFunction fn = [fill = std::move(fill), dtype](const BlockRequest& r) -> Result<NDArray> {
+  BlockFunction fn = [fill, dtype](const BlockRequest& r) -> Result<NDArray> {
     STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, dtype, r.box.shape));
     STRATA_RETURN_IF_ERROR(fill(r.box, out.view()));
     return out;
   };
   return MakeBlockwise(std::move(op), std::move(shape), dtype, std::move(grid), {}, {},
-                       std::move(fn), 0, std::move(spec), NodeKind::kVirtual);
+                       std::move(fn), 0, std::move(spec), NodeKind::kVirtual,
+                       [&](Node& node) { node.virtual_fill = fill; });
 }
 
 Array ScalarArray(const Scalar& value, DType dtype, std::shared_ptr<const Spec> spec) {
@@ -176,18 +182,114 @@ Array ScalarArray(const Scalar& value, DType dtype, std::shared_ptr<const Spec> 
   return Array(MakeNode(std::move(node)));
 }
 
-Array RechunkToGrid(const Array& x, const ChunkGrid& grid) {
-  if (!x.ok()) return x;
-  if (x.chunks() == grid) return x;
+namespace {
+
+// One exchange from x's grid to `grid`: each output block gathers the slices
+// of the input blocks it overlaps.
+Array ExchangeTo(const Array& x, const ChunkGrid& grid, std::string note) {
   const int rank = x.ndim();
   InputMap map;
   for (int i = 0; i < rank; ++i) map.axes.push_back(AxisMap::Overlap(i, grid, x.chunks(), i));
   const DType dtype = x.dtype();
+  // The executor gathers exchanges itself (straight from the input's tier);
+  // this function serves callers that hand it whole input blocks.
   BlockFunction fn = [dtype](const BlockRequest& r) -> Result<NDArray> {
     return Assemble(r, 0, r.box, dtype);
   };
   return MakeBlockwise("rechunk", x.shape(), dtype, grid, {x}, {std::move(map)}, std::move(fn), 0,
-                       x.spec(), NodeKind::kExchange);
+                       x.spec(), NodeKind::kExchange,
+                       [&](Node& node) { node.note = std::move(note); });
+}
+
+// Rough costs of moving intermediate bytes through local disk, to choose
+// between spilling a one-stage exchange and rechunker's multistage plan.
+constexpr double kDiskBytesPerSecond = 1e9;
+constexpr double kSecondsPerIoOp = 50e-6;
+
+}  // namespace
+
+Array RechunkToGrid(const Array& x, const ChunkGrid& grid) {
+  if (!x.ok()) return x;
+  if (x.chunks() == grid) return x;
+  const Node& src = *x.node();
+  // A virtual array (zeros, arange, random) is computed in any chunking:
+  // nothing moves.
+  if (src.kind == NodeKind::kVirtual && src.virtual_fill) {
+    return MakeVirtual(src.op_name, x.shape(), grid, x.dtype(), x.spec(), src.virtual_fill);
+  }
+  Result<ResolvedSpec> spec = ResolveSpec(*x.spec());
+  if (!spec.ok() || !x.chunks().is_regular() || !grid.is_regular() || x.ndim() == 0) {
+    return ExchangeTo(x, grid, "exchange");
+  }
+  const Shape& shape = x.shape();
+  const int64_t itemsize = x.dtype().size();
+  const int64_t bytes = x.nbytes();
+  const Shape source = x.chunks().chunk_shape();
+  const Shape target = grid.chunk_shape();
+  const int64_t pieces = ExchangePieces(shape, source, target);
+  const int64_t ram = std::max<int64_t>(
+      0, spec->total_system_mem - static_cast<int64_t>(spec->workers) * spec->allowed_mem);
+
+  // rechunker's multistage plan, with DESIGN.md's memory split.
+  const int read_copies = src.zarr ? src.zarr->codec().read_copies() : 0;
+  const int write_copies = 1;
+  int64_t max_mem = (spec->allowed_mem - spec->reserved_mem) / (3 + read_copies + write_copies);
+  // Strata's stage tasks hold only their output block (slices are read
+  // straight into it), so a stage may move chunks as large as the ends.
+  max_mem = std::max({max_mem, x.node()->max_block_bytes(),
+                      grid.max_block_elements() * itemsize});
+  Result<MultistagePlan> multi =
+      PlanMultistage(shape, source, target, itemsize, max_mem / 20, max_mem);
+  if (!multi.ok()) return ExchangeTo(x, grid, "exchange");
+  const std::vector<Shape> stages = IntermediateChunkShapes(*multi, source, target);
+
+  const TierChoice tier = spec->tier;
+  bool multistage = tier == TierChoice::kDisk || tier == TierChoice::kObject;
+  std::string why;
+  if (tier == TierChoice::kMemory || tier == TierChoice::kSpill) {
+    why = fmt::format("one-stage exchange ({} tier forced)", TierChoiceName(tier));
+  } else if (multistage) {
+    why = fmt::format("multistage on the {} tier ({} forced): {}", TierChoiceName(tier),
+                      TierChoiceName(tier), multi->reason);
+  } else if (bytes <= ram) {
+    why = fmt::format("one-stage exchange in RAM: {} fits in {} left after {} x allowed_mem",
+                      FormatBytes(bytes), FormatBytes(ram), spec->workers);
+  } else {
+    // Spilling writes and reads back the excess once, in whole blocks, and
+    // reads a share of the pieces from disk; multistage writes and reads the
+    // whole array once per stored stage (the published source included).
+    const double excess = static_cast<double>(bytes - ram);
+    const double spill = 2 * excess / kDiskBytesPerSecond +
+                         pieces * (excess / static_cast<double>(bytes)) * kSecondsPerIoOp;
+    const double stored = 1.0 + static_cast<double>(stages.size());
+    const double staged = 2 * stored * static_cast<double>(bytes) / kDiskBytesPerSecond +
+                          static_cast<double>(multi->io_ops) * kSecondsPerIoOp;
+    multistage = staged < spill;
+    why = fmt::format(
+        "{} exceeds the {} of RAM left: {} (estimated {:.1f} s spilling {} with {} pieces vs "
+        "{:.1f} s for {} stored stage{} with {} IO ops)",
+        FormatBytes(bytes), FormatBytes(ram),
+        multistage ? "multistage on disk" : "one-stage exchange spilling per block", spill,
+        FormatBytes(static_cast<int64_t>(excess)), pieces, staged, stored, stored == 1 ? "" : "s",
+        multi->io_ops);
+  }
+  if (!multistage) return ExchangeTo(x, grid, why);
+  Array a = x;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    Result<ChunkGrid> g = ChunkGrid::Regular(shape, stages[s]);
+    if (!g.ok()) return Array::FromStatus(g.status().WithContext("rechunk"));
+    a = ExchangeTo(a, *g, fmt::format("stage {} of {}: {}", s + 1, stages.size() + 1, why));
+  }
+  return ExchangeTo(a, grid,
+                    stages.empty() ? why
+                                   : fmt::format("stage {} of {}", stages.size() + 1,
+                                                 stages.size() + 1));
+}
+
+int64_t TaskMemoryBudget(const Spec& spec) {
+  Result<ResolvedSpec> r = ResolveSpec(spec);
+  if (!r.ok()) return kDefaultAllowedMem - kDefaultReservedMem;
+  return r->allowed_mem - r->reserved_mem;
 }
 
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype) {
@@ -203,38 +305,37 @@ Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& regi
   return out;
 }
 
-Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype,
-                      ElementwiseKernel kernel, int64_t extra_mem) {
-  if (Status s = FirstError(inputs); !s.ok()) return Array::FromStatus(s);
+Result<UnifiedInputs> UnifyChunks(std::string_view op, const std::vector<Array>& inputs) {
+  STRATA_RETURN_IF_ERROR(FirstError(inputs));
   std::vector<Shape> shapes;
   for (const Array& a : inputs) shapes.push_back(a.shape());
   Result<Shape> out_shape = BroadcastShapes(shapes);
-  if (!out_shape.ok()) return Array::FromStatus(out_shape.status().WithContext(op));
-  const int rank = static_cast<int>(out_shape->size());
+  if (!out_shape.ok()) return out_shape.status().WithContext(op);
+  UnifiedInputs u;
+  u.shape = *out_shape;
+  const int rank = static_cast<int>(u.shape.size());
   // Per output axis, the block sizes: from the first input that spans it.
-  std::vector<std::vector<Index>> sizes(rank);
+  u.sizes.resize(rank);
   for (int o = 0; o < rank; ++o) {
-    const Index extent = (*out_shape)[o];
+    const Index extent = u.shape[o];
     bool found = false;
     for (const Array& a : inputs) {
       int i = o - (rank - a.ndim());
       if (i < 0 || a.shape()[i] != extent) continue;
-      sizes[o] = a.chunks().AxisChunkSizes(i);
+      u.sizes[o] = a.chunks().AxisChunkSizes(i);
       found = true;
       break;
     }
-    if (!found) sizes[o] = extent == 0 ? std::vector<Index>{} : std::vector<Index>{extent};
+    if (!found) u.sizes[o] = extent == 0 ? std::vector<Index>{} : std::vector<Index>{extent};
   }
   // Inputs whose chunks disagree along a spanned axis are rechunked.
-  std::vector<Array> unified;
-  std::vector<InputMap> maps;
   for (const Array& a : inputs) {
     const int offset = rank - a.ndim();
     std::vector<std::vector<Index>> want(a.ndim());
     bool differs = false;
     for (int i = 0; i < a.ndim(); ++i) {
-      if (a.shape()[i] == (*out_shape)[i + offset]) {
-        want[i] = sizes[i + offset];
+      if (a.shape()[i] == u.shape[i + offset]) {
+        want[i] = u.sizes[i + offset];
       } else {
         want[i] = a.chunks().AxisChunkSizes(i);  // extent 1, broadcast
       }
@@ -244,17 +345,24 @@ Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype
     InputMap map;
     for (int i = 0; i < a.ndim(); ++i) {
       const int o = i + offset;
-      if (a.shape()[i] == (*out_shape)[o]) {
-        map.axes.push_back(AxisMap::Identity(o, static_cast<Index>(sizes[o].size())));
+      if (a.shape()[i] == u.shape[o]) {
+        map.axes.push_back(AxisMap::Identity(o, static_cast<Index>(u.sizes[o].size())));
       } else {
         map.axes.push_back(AxisMap::Fixed({0}, 1));
       }
     }
-    unified.push_back(std::move(b));
-    maps.push_back(std::move(map));
+    u.inputs.push_back(std::move(b));
+    u.maps.push_back(std::move(map));
   }
+  return u;
+}
+
+Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype,
+                      ElementwiseKernel kernel, int64_t extra_mem) {
+  Result<UnifiedInputs> u = UnifyChunks(op, inputs);
+  if (!u.ok()) return Array::FromStatus(u.status());
   auto spec = SpecOf(inputs);
-  BlockFunction fn = [kernel = std::move(kernel), out_dtype](const BlockRequest& r) -> Result<NDArray> {
+  BlockFunction fn = [kernel, out_dtype](const BlockRequest& r) -> Result<NDArray> {
     STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, out_dtype, r.box.shape));
     std::vector<ConstArrayView> views;
     views.reserve(r.inputs.size());
@@ -262,8 +370,9 @@ Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype
     STRATA_RETURN_IF_ERROR(kernel(views, out.view()));
     return out;
   };
-  return MakeBlockwise(std::move(op), *out_shape, out_dtype, GridFromSizes(std::move(sizes)),
-                       std::move(unified), std::move(maps), std::move(fn), extra_mem, spec);
+  return MakeBlockwise(std::move(op), u->shape, out_dtype, GridFromSizes(std::move(u->sizes)),
+                       std::move(u->inputs), std::move(u->maps), std::move(fn), extra_mem, spec,
+                       NodeKind::kBlockwise, [&](Node& node) { node.region_fn = kernel; });
 }
 
 }  // namespace strata::internal_api

@@ -39,17 +39,30 @@ Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, 
 // last one), else rectilinear.
 ChunkGrid GridFromSizes(std::vector<std::vector<Index>> sizes);
 
-// A virtual array: `fill(box, out)` writes the block covering `box`.
-using FillFunction = std::function<Status(const Box& box, const ArrayView& out)>;
+// A virtual array: `fill(box, out)` writes the values of any `box`.
 Array MakeVirtual(std::string op, Shape shape, ChunkGrid grid, DType dtype,
                   std::shared_ptr<const Spec> spec, FillFunction fill);
 
 // A rank-0 in-memory array holding `value` as `dtype`.
 Array ScalarArray(const Scalar& value, DType dtype, std::shared_ptr<const Spec> spec);
 
-// Elementwise over `inputs` broadcast together: chunks are unified (inputs
-// rechunked where they disagree), and `kernel` gets each input's block as a
-// view broadcast to the output block's shape.
+// Inputs broadcast together on one block grid (elementwise, map_blocks): the
+// broadcast shape, its block sizes per axis (taken, per axis, from the first
+// input spanning it), the inputs rechunked where their chunks disagree with
+// those sizes, and each input's key function (identity on spanned axes, block
+// 0 on broadcast ones). InvalidArgument (with `op` as context) when the
+// shapes do not broadcast.
+struct UnifiedInputs {
+  Shape shape;
+  std::vector<std::vector<Index>> sizes;
+  std::vector<Array> inputs;
+  std::vector<InputMap> maps;
+};
+Result<UnifiedInputs> UnifyChunks(std::string_view op, const std::vector<Array>& inputs);
+
+// Elementwise over `inputs` broadcast together: chunks are unified
+// (UnifyChunks), and `kernel` gets each input's block as a view broadcast to
+// the output block's shape.
 using ElementwiseKernel =
     std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
 Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype,
@@ -58,15 +71,27 @@ Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype
 // Rechunks to an exact grid (possibly rectilinear).
 Array RechunkToGrid(const Array& x, const ChunkGrid& grid);
 
-// A blockwise node from parts (fills id and name).
+// A blockwise node from parts (fills id and name). `decorate` may set the
+// node's optional fields (region_fn, virtual_fill, streams_input) first.
 Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
                     std::vector<Array> inputs, std::vector<InputMap> maps, BlockFunction fn,
                     int64_t extra_mem, std::shared_ptr<const Spec> spec,
-                    NodeKind kind = NodeKind::kBlockwise);
+                    NodeKind kind = NodeKind::kBlockwise,
+                    const std::function<void(Node&)>& decorate = nullptr);
+
+// Bytes one task may use for chunks and scratch: allowed_mem - reserved_mem of
+// `spec` (the defaults' when the spec does not resolve; plan() reports that).
+int64_t TaskMemoryBudget(const Spec& spec);
 
 // Copies the input blocks of `request.inputs[input]` into one contiguous
 // array covering `region` of that input (for gathers over several blocks).
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype);
+
+// groupby_reduce (strata.h) with the number of states merged per combine
+// round fixed (>= 2; 0 picks the most that fit in allowed_mem), so tests can
+// force many rounds. InvalidArgument for split_every 1 or negative.
+Array GroupbyReduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
+                    Index num_groups, int split_every);
 
 }  // namespace strata::internal_api
 

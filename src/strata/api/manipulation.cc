@@ -378,7 +378,9 @@ Array reshape(const Array& x, Shape shape_in) {
   }
   Array src = internal_api::RechunkToGrid(x, *ChunkGrid::Regular(in, want_chunks));
   for (const Group& g : groups) {
-    if (g.i0 == g.i1) continue;
+    // A group without output axes (extent-1 input axes reshaped away, as in
+    // (1, 1) -> ()) is one block: it keeps the fixed map to block 0.
+    if (g.i0 == g.i1 || g.j0 == g.j1) continue;
     map.axes[g.i0] = AxisMap::Identity(g.j0, src.chunks().grid_shape()[g.i0]);
   }
   const DType dtype = x.dtype();

@@ -93,15 +93,70 @@ Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOption
       map.axes.push_back(AxisMap::Identity(a, x.chunks().grid_shape()[a]));
     }
     Shape array_shape = x.shape();
-    BlockFunction fn = [kernel, axes, array_shape, sdt](const BlockRequest& r) -> Result<NDArray> {
+    // When x is a fused elementwise chain, the runtime lets this op compute it
+    // strip by strip (BlockRequest::compute_region): strips along the first
+    // kept axis, about kStreamStripBytes each, so x's block is never whole.
+    const Shape nominal = x.chunksize();
+    int strip_axis = -1;
+    for (int a = 0; a < rank; ++a) {
+      if (!is_reduced(a) && nominal[a] > 1) {
+        strip_axis = a;
+        break;
+      }
+    }
+    Index strip_rows = 0;
+    int64_t strip_elements = NumElements(nominal);
+    if (strip_axis >= 0) {
+      const Index row = NumElements(nominal) / nominal[strip_axis];
+      strip_rows = std::clamp<Index>(kStreamStripBytes / (16 * std::max<Index>(row, 1)), 1,
+                                     nominal[strip_axis]);
+      strip_elements = strip_rows * row;
+    }
+    const DType idt = x.dtype();
+    BlockFunction fn = [kernel, axes, array_shape, sdt, idt, strip_axis,
+                        strip_rows](const BlockRequest& r) -> Result<NDArray> {
       STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
       const InputBlock& in = r.inputs[0][0];
-      kernel->Partial(in.view, axes, in.box.origin, array_shape, out.view());
+      if (!r.compute_region) {
+        kernel->Partial(in.view, axes, in.box.origin, array_shape, out.view());
+        return out;
+      }
+      const Shape& bshape = in.box.shape;
+      if (strip_axis < 0 || NumElements(bshape) == 0) {
+        STRATA_ASSIGN_OR_RETURN(NDArray whole, NDArray::Allocate(*r.pool, idt, bshape));
+        STRATA_RETURN_IF_ERROR(r.compute_region(Box::FromShape(bshape), whole.view()));
+        kernel->Partial(whole.view(), axes, in.box.origin, array_shape, out.view());
+        return out;
+      }
+      Shape strip_shape = bshape;
+      strip_shape[strip_axis] = std::min(strip_rows, bshape[strip_axis]);
+      STRATA_ASSIGN_OR_RETURN(NDArray scratch, NDArray::Allocate(*r.pool, idt, strip_shape));
+      Shape state_shape = out.shape();
+      for (Index start = 0; start < bshape[strip_axis]; start += strip_rows) {
+        const Index rows = std::min(strip_rows, bshape[strip_axis] - start);
+        Box strip = Box::FromShape(bshape);
+        strip.origin[strip_axis] = start;
+        strip.shape[strip_axis] = rows;
+        Box scratch_part = Box::FromShape(strip_shape);
+        scratch_part.shape[strip_axis] = rows;
+        ArrayView piece = scratch.view().Slice(scratch_part);
+        STRATA_RETURN_IF_ERROR(r.compute_region(strip, piece));
+        Box state_part = Box::FromShape(state_shape);
+        state_part.origin[strip_axis] = start;
+        state_part.shape[strip_axis] = rows;
+        Shape origin = in.box.origin;
+        origin[strip_axis] += start;
+        kernel->Partial(piece, axes, origin, array_shape, out.view().Slice(state_part));
+      }
       return out;
     };
     const int64_t scratch = kernel->ScratchBytes(x.chunksize());
     state = MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, {x}, {std::move(map)},
-                          std::move(fn), scratch, x.spec());
+                          std::move(fn), scratch, x.spec(), NodeKind::kBlockwise,
+                          [&](Node& node) {
+                            node.streams_input = true;
+                            node.stream_strip_elements = strip_elements;
+                          });
   }
 
   // Combine rounds until one state remains along every reduced axis.

@@ -12,6 +12,16 @@
 
 namespace strata::testing_util {
 
+// The spec most tests use: a 64 MB task budget, 1 MB reserved, 2 workers.
+inline Spec SmallSpec(ExecutorKind executor = ExecutorKind::kThreads, int workers = 2) {
+  Spec spec;
+  spec.allowed_mem = "64MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = workers;
+  spec.executor = executor;
+  return spec;
+}
+
 // Records task events; checks measured <= projected <= allowed.
 class RecordingCallback : public Callback {
  public:
@@ -26,8 +36,8 @@ class RecordingCallback : public Callback {
     ASSERT_FALSE(events.empty());
     for (const TaskEndEvent& e : events) {
       EXPECT_LE(e.measured_peak, e.projected_mem)
-          << e.op->node->op_name << " block " << ShapeToString(e.block);
-      EXPECT_LE(e.projected_mem, allowed) << e.op->node->op_name;
+          << e.op_name << " block " << ShapeToString(e.block);
+      EXPECT_LE(e.projected_mem, allowed) << e.op_name;
     }
   }
   std::vector<TaskEndEvent> events;

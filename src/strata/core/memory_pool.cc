@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/system_info.h"
 
 namespace strata {
 namespace {
@@ -91,6 +92,10 @@ void Buffer::Reset() {
 
 // ---------------------------------------------------------------- BufferAllocator
 
+BufferAllocator::BufferAllocator(Options options) : options_(options) {
+  if (options_.max_held_bytes <= 0) options_.max_held_bytes = DefaultTotalSystemMemory();
+}
+
 BufferAllocator::~BufferAllocator() { ReleaseCache(); }
 
 Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
@@ -117,8 +122,11 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
       cache_.erase(it);
       return out;
     }
-    // Idle buffers of other sizes give their memory back before we take more.
-    EvictLocked(capacity);
+    // Idle buffers of other sizes give their memory back only when a new
+    // mapping would take the allocator past its limit: evicting eagerly would
+    // throw away exactly the buffers the next chunk of the same size reuses.
+    int64_t over = stats_.bytes_held + capacity - options_.max_held_bytes;
+    if (over > 0) EvictLocked(over);
   }
   std::byte* p = MapAligned(capacity);
   if (p == nullptr) {
@@ -126,6 +134,7 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
   }
   std::lock_guard lock(mu_);
   stats_.bytes_held += capacity;
+  stats_.fresh_bytes += capacity;
   ++stats_.fresh_allocations;
   return std::pair{p, capacity};
 }
@@ -143,7 +152,6 @@ void BufferAllocator::Free(std::byte* data, int64_t capacity) {
     stats_.bytes_held -= capacity;
     return;
   }
-  EvictLocked(0);
   if (stats_.bytes_cached + capacity > options_.max_cached_bytes) {
     EvictLocked(stats_.bytes_cached + capacity - options_.max_cached_bytes);
   }

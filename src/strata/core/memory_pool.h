@@ -83,16 +83,20 @@ class BufferAllocator {
   struct Options {
     // Largest total of idle buffers kept for reuse.
     int64_t max_cached_bytes = int64_t{4} << 30;
+    // Idle buffers are returned to the OS (oldest first) only when a new
+    // mapping would take what the allocator holds past this; 0: 80% of RAM.
+    int64_t max_held_bytes = 0;
   };
   struct Stats {
     int64_t bytes_held = 0;    // in use + cached, i.e. what the OS sees
     int64_t bytes_cached = 0;  // idle, kept for reuse
     int64_t fresh_allocations = 0;
     int64_t reused_allocations = 0;
+    int64_t fresh_bytes = 0;  // mapped anew (and so faulted in on first touch)
   };
 
   BufferAllocator() : BufferAllocator(Options{}) {}
-  explicit BufferAllocator(Options options) : options_(options) {}
+  explicit BufferAllocator(Options options);
   ~BufferAllocator();
   BufferAllocator(const BufferAllocator&) = delete;
   BufferAllocator& operator=(const BufferAllocator&) = delete;

@@ -81,7 +81,22 @@ struct BlockRequest {
   std::vector<std::vector<InputBlock>> inputs;
   // Allocate every buffer here: it is the task's pool, so memory is measured.
   MemoryPool* pool = nullptr;
+  // Set only for nodes with `streams_input` whose input 0 is a fused
+  // elementwise chain: then inputs[0][0].view is empty and this computes any
+  // region of that input block (in block coordinates) into `out`, without
+  // materialising the whole block.
+  std::function<Status(const Box& region, const ArrayView& out)> compute_region;
 };
+
+// Computes an elementwise op on views already broadcast to `out`'s shape.
+using RegionFunction =
+    std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
+// Fills any box (in array coordinates) of a virtual array.
+using FillFunction = std::function<Status(const Box& box, const ArrayView& out)>;
+
+// Scratch per level of a streamed elementwise chain: strips of at most this
+// many bytes (for the memory projection and the strip size).
+inline constexpr int64_t kStreamStripBytes = int64_t{1} << 20;
 
 // Returns the output block (shape == request.box.shape, dtype == the node's).
 using BlockFunction = std::function<Result<NDArray>(const BlockRequest&)>;
@@ -101,6 +116,17 @@ struct Node {
   std::vector<std::shared_ptr<const Node>> inputs;
   std::vector<InputMap> maps;  // one per input
   BlockFunction fn;            // kVirtual, kBlockwise, kExchange
+  // Elementwise nodes (identity or broadcast maps only): the same op on any
+  // region, so a streaming consumer can compute them strip by strip.
+  RegionFunction region_fn;
+  // Virtual nodes: the values of any region.
+  FillFunction virtual_fill;
+  // A consumer that can take input 0 strip by strip (partial reductions),
+  // and the most elements one strip of its input holds.
+  bool streams_input = false;
+  int64_t stream_strip_elements = 0;
+  // A planning note shown in the plan (a rechunk's strategy and why).
+  std::string note;
   // Scratch memory a task of this op needs beyond its inputs and output.
   int64_t extra_mem = 0;
   // kZarrSource: the array read.

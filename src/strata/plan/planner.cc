@@ -107,9 +107,49 @@ class MemoryModel {
     }
     if (op.materialized && op.index != root) return {block, block};  // fetched from its tier
     // Computed here (fused, or the root itself).
+    if (node.kind == NodeKind::kExchange) {
+      // Slices go straight into the output from the input's tier; an input
+      // computed here is obtained one block at a time.
+      const Node& in = *node.inputs[0];
+      const PlannedOp& in_op = ops_[index_.at(&in)];
+      int64_t staged = 0;
+      if (!(in_op.materialized && in_op.index != root)) staged = Obtain(in, root).peak;
+      return {block + staged, block};
+    }
+    if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
+      // The input chain is computed strip by strip: its leaves' blocks are
+      // held for the task, plus one strip of scratch per level.
+      Cost c = StreamCost(*node.inputs[0], root, node.stream_strip_elements);
+      int64_t own = node.stream_strip_elements * node.inputs[0]->dtype.size();
+      return {std::max(c.peak, c.held + own + node.extra_mem + block), block};
+    }
     Cost c = Gather(node, root);
     int64_t out = node.kind == NodeKind::kStore ? 0 : block;
     return {std::max(c.peak, c.held + node.extra_mem + out), out};
+  }
+
+  bool StreamableHere(const Node& node) const {
+    return (node.region_fn || node.virtual_fill) && !ops_[index_.at(&node)].materialized;
+  }
+
+  // Leaves of a streamed elementwise chain (held whole) and a strip of
+  // scratch for every streamed level below the top.
+  Cost StreamCost(const Node& node, int root, int64_t strip_elements) const {
+    Cost total;
+    if (node.virtual_fill) return total;
+    for (const auto& in : node.inputs) {
+      Cost c;
+      if (StreamableHere(*in)) {
+        c = StreamCost(*in, root, strip_elements);
+        c.held += strip_elements * in->dtype.size();
+        c.peak = std::max(c.peak, c.held);
+      } else {
+        c = Obtain(*in, root);
+      }
+      total.peak = std::max(total.peak, total.held + c.peak);
+      total.held += c.held;
+    }
+    return total;
   }
 
   Cost Gather(const Node& node, int root) const {
@@ -194,9 +234,16 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     for (const auto& in : op.node->inputs) consumer_nodes[index[in.get()]].insert(op.index);
   }
   // Sources and virtual arrays that are requested must still produce blocks:
-  // give them a task that copies each block (a blockwise identity).
+  // give them a task that copies each block (a blockwise identity). A Zarr
+  // source read by a rechunk is published the same way, so that each source
+  // chunk is read and decoded once, not once per target block.
   for (PlannedOp& op : ops) {
     if (op.is_output && !op.materialized) op.materialized = true;
+    if (op.node->kind == NodeKind::kZarrSource) {
+      for (int c : consumer_nodes[op.index]) {
+        if (ops[c].node->kind == NodeKind::kExchange) op.materialized = true;
+      }
+    }
   }
 
   MemoryModel model(ops, index, spec.reserved_mem);
@@ -236,7 +283,10 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     plan->passes_run_.push_back("fuse");
     for (PlannedOp& op : ops) {
       const Node& node = *op.node;
-      if (node.kind != NodeKind::kBlockwise || op.is_output || !op.materialized) continue;
+      const bool exchange = node.kind == NodeKind::kExchange;
+      if ((node.kind != NodeKind::kBlockwise && !exchange) || op.is_output || !op.materialized) {
+        continue;
+      }
       if (consumer_nodes[op.index].size() != 1) continue;
       int consumer = *consumer_nodes[op.index].begin();
       int root = root_of(consumer);
@@ -250,9 +300,19 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
       group_stats(root, &sources, &blocks);
       int64_t projected = model.Project(root);
       std::string why;
-      if (sources > kMaxFusedSourceArrays) {
+      // Fusing a many-task op into a consumer with few tasks would leave
+      // workers idle (Cubed runs on hundreds of workers; we often have two).
+      const int64_t producer_tasks = node.num_blocks();
+      const int64_t consumer_tasks = root_node.num_blocks();
+      const int64_t enough = 2 * static_cast<int64_t>(spec.workers);
+      if (consumer_tasks < producer_tasks && consumer_tasks < enough) {
+        why = fmt::format("{} tasks would become {}, fewer than 2 per worker", producer_tasks,
+                          consumer_tasks);
+      } else if (sources > kMaxFusedSourceArrays) {
         why = fmt::format("{} source arrays > {}", sources, kMaxFusedSourceArrays);
-      } else if (blocks > kMaxFusedInputBlocks) {
+      } else if (blocks > kMaxFusedInputBlocks && !exchange) {
+        // (A fused exchange gathers slices from its input's tier; its input
+        // blocks are not source reads.)
         why = fmt::format("{} input blocks per task > {}", blocks, kMaxFusedInputBlocks);
       } else if (projected > spec.allowed_mem) {
         why = fmt::format("projected {} > allowed_mem {}", FormatBytes(projected),
@@ -324,36 +384,52 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
   }
   const int64_t running = static_cast<int64_t>(spec.workers) * spec.allowed_mem;
   int64_t capacity = spec.total_system_mem - running - plan->result_bytes_;
-  if (plan->result_bytes_ > spec.total_system_mem - running) {
+  if (plan->result_bytes_ > 0 && plan->result_bytes_ > spec.total_system_mem - spec.allowed_mem) {
     return ResourceExhaustedError(fmt::format(
-        "the results compute() would return take {}, more than total_system_mem {} leaves after "
-        "{} workers x allowed_mem {}; write them with to_zarr instead",
-        FormatBytes(plan->result_bytes_), FormatBytes(spec.total_system_mem), spec.workers,
+        "the results compute() would return take {}, more than total_system_mem {} leaves beside "
+        "one task's allowed_mem {}; write them with to_zarr instead",
+        FormatBytes(plan->result_bytes_), FormatBytes(spec.total_system_mem),
         FormatBytes(spec.allowed_mem)));
   }
+  int64_t intermediate_bytes = 0;
+  for (const PlannedOp& op : ops) {
+    if (op.materialized && !op.consumers.empty()) intermediate_bytes += op.node->nbytes();
+  }
+  if (spec.tier == TierChoice::kSpill) capacity = std::min(capacity, intermediate_bytes / 2);
+  plan->ram_tier_capacity_ = std::max<int64_t>(0, capacity);
   int64_t used = 0;
   for (PlannedOp& op : ops) {
     if (!op.materialized || op.consumers.empty()) continue;
     const int64_t bytes = op.node->nbytes();
-    if (spec.tier == TierChoice::kMemory) {
-      op.tier = Tier::kMemory;
-      op.tier_reason = "memory tier forced";
-    } else if (spec.tier == TierChoice::kDisk) {
+    const int64_t left = std::max<int64_t>(0, capacity - used);
+    if (spec.tier == TierChoice::kDisk) {
       op.tier = Tier::kDisk;
       op.tier_reason = "disk tier forced";
     } else if (spec.tier == TierChoice::kObject) {
       op.tier = Tier::kObject;
       op.tier_reason = "object tier forced";
-    } else if (used + bytes <= capacity) {
+    } else if (bytes <= left) {
       op.tier = Tier::kMemory;
       used += bytes;
-      op.tier_reason = fmt::format("{} fits in RAM: {} of {} left after {} running tasks",
-                                   FormatBytes(bytes), FormatBytes(capacity - used + bytes),
-                                   FormatBytes(spec.total_system_mem), spec.workers);
+      op.tier_reason =
+          fmt::format("{}{} fits in RAM: {} left of {} for intermediates (total_system_mem {} - "
+                      "{} workers x allowed_mem {} - results {})",
+                      spec.tier == TierChoice::kMemory ? "memory tier forced; " : "",
+                      FormatBytes(bytes), FormatBytes(left), FormatBytes(capacity),
+                      FormatBytes(spec.total_system_mem), spec.workers,
+                      FormatBytes(spec.allowed_mem), FormatBytes(plan->result_bytes_));
+    } else if (left > 0 || spec.tier == TierChoice::kMemory || spec.tier == TierChoice::kSpill) {
+      // Spilling writes only the excess; the disk tier would write it all.
+      op.tier = Tier::kMemory;
+      used += std::min(bytes, left);
+      op.tier_reason = fmt::format(
+          "{} exceeds the {} of RAM left: memory tier spilling ~{} per block to local disk "
+          "(cheaper than writing all {} to the disk tier)",
+          FormatBytes(bytes), FormatBytes(left), FormatBytes(bytes - left), FormatBytes(bytes));
     } else {
       op.tier = Tier::kDisk;
-      op.tier_reason = fmt::format("{} does not fit in the {} of RAM left; local disk",
-                                   FormatBytes(bytes), FormatBytes(std::max<int64_t>(0, capacity - used)));
+      op.tier_reason = fmt::format("{} and no RAM left for intermediates; local disk",
+                                   FormatBytes(bytes));
     }
   }
 
@@ -385,6 +461,7 @@ std::string Plan::ToText() const {
       std::count_if(ops_.begin(), ops_.end(), [](const PlannedOp& o) { return o.materialized; }),
       total_tasks(), FormatBytes(spec_.allowed_mem), FormatBytes(spec_.reserved_mem),
       FormatBytes(spec_.total_system_mem), ExecutorName(spec_.executor), spec_.workers);
+  out += fmt::format("RAM for intermediates: {}\n", FormatBytes(ram_tier_capacity_));
   out += fmt::format("{:<10} {:<16} {:<10} {:<18} {:<18} {:>7} {:>10}  {:<7} {}\n", "array", "op",
                      "kind", "shape", "chunks", "tasks", "projected", "tier", "notes");
   for (const PlannedOp& op : ops_) {
@@ -394,6 +471,7 @@ std::string Plan::ToText() const {
     if (!op.fused_names.empty()) notes = fmt::format("computes {}", fmt::join(op.fused_names, ", "));
     if (op.is_output) notes += notes.empty() ? "returned" : "; returned";
     if (n.kind == NodeKind::kStore && n.target) notes += fmt::format("writes {}", n.target->url());
+    if (!n.note.empty()) notes += (notes.empty() ? "" : "; ") + n.note;
     out += fmt::format("{:<10} {:<16} {:<10} {:<18} {:<18} {:>7} {:>10}  {:<7} {}\n", n.name,
                        n.op_name, NodeKindName(n.kind), ShapeToString(n.shape), n.grid.ToString(),
                        op.materialized ? std::to_string(op.num_tasks()) : "-",
@@ -417,6 +495,7 @@ std::string Plan::ToJson() const {
                {"executor", std::string(ExecutorName(spec_.executor))},
                {"workers", spec_.workers},
                {"tier", std::string(TierChoiceName(spec_.tier))}};
+  j["ram_tier_capacity"] = ram_tier_capacity_;
   j["passes"] = passes_run_;
   j["decisions"] = decisions_;
   j["total_tasks"] = total_tasks();
@@ -437,7 +516,8 @@ std::string Plan::ToJson() const {
                         {"tier", std::string(TierName(op.tier))},
                         {"tier_reason", op.tier_reason},
                         {"fused", op.fused_names},
-                        {"returned", op.is_output}};
+                        {"returned", op.is_output},
+                        {"note", n.note}};
     if (op.fused_into >= 0) o["fused_into"] = ops_[op.fused_into].node->name;
     list.push_back(std::move(o));
   }

@@ -13,7 +13,10 @@
 //        reserved + inputs x (1 + read_copies) + extra + output x (1 + write_copies)
 //      computed recursively through fused ops (inputs are gathered in order;
 //      a fused input holds only its output once computed).
-//   4. Place each intermediate in a tier (memory or disk) and say why.
+//   4. Place each intermediate in a tier and say why: memory when it fits in
+//      the RAM left after every worker's task budget and the results; when it
+//      does not, memory that spills per block (only the excess goes to disk)
+//      unless no RAM is left at all, then disk.
 //   5. Refuse the plan if any task's projection exceeds allowed_mem.
 //
 // Thread-safety: a Plan is immutable; share it.
@@ -84,6 +87,8 @@ class Plan {
   const std::vector<std::string>& passes_run() const { return passes_run_; }
   // Bytes of the results compute() returns (held in memory).
   int64_t result_bytes() const { return result_bytes_; }
+  // RAM the memory tier may hold at once; blocks beyond it spill to disk.
+  int64_t ram_tier_capacity() const { return ram_tier_capacity_; }
 
   std::string ToText() const;
   std::string ToJson() const;
@@ -99,6 +104,7 @@ class Plan {
   std::vector<std::string> decisions_;
   std::vector<std::string> passes_run_;
   int64_t result_bytes_ = 0;
+  int64_t ram_tier_capacity_ = 0;
 };
 
 // Builds and checks a plan. InvalidArgument when a task cannot fit:

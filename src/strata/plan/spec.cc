@@ -38,6 +38,7 @@ std::string_view TierChoiceName(TierChoice tier) {
     case TierChoice::kMemory: return "memory";
     case TierChoice::kDisk: return "disk";
     case TierChoice::kObject: return "object";
+    case TierChoice::kSpill: return "spill";
   }
   return "?";
 }
@@ -53,11 +54,12 @@ Result<ExecutorKind> ParseExecutor(std::string_view name) {
 
 Result<TierChoice> ParseTierChoice(std::string_view name) {
   for (TierChoice t :
-       {TierChoice::kAuto, TierChoice::kMemory, TierChoice::kDisk, TierChoice::kObject}) {
+       {TierChoice::kAuto, TierChoice::kMemory, TierChoice::kDisk, TierChoice::kObject,
+        TierChoice::kSpill}) {
     if (TierChoiceName(t) == name) return t;
   }
   return InvalidArgumentError(
-      fmt::format("unknown tier '{}' (expected auto, memory, disk or object)", name));
+      fmt::format("unknown tier '{}' (expected auto, memory, disk, spill or object)", name));
 }
 
 Result<ResolvedSpec> ResolveSpec(const Spec& spec) {

@@ -41,7 +41,9 @@ class ByteSize {
 };
 
 enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi };
-enum class TierChoice { kAuto, kMemory, kDisk, kObject };
+// kSpill: the memory tier with RAM for only half of the intermediates, so
+// that blocks spill per chunk (for tests and experiments).
+enum class TierChoice { kAuto, kMemory, kDisk, kObject, kSpill };
 
 std::string_view ExecutorName(ExecutorKind kind);
 std::string_view TierChoiceName(TierChoice tier);

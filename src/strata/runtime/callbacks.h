@@ -24,7 +24,8 @@
 namespace strata {
 
 struct TaskEndEvent {
-  const PlannedOp* op = nullptr;
+  const PlannedOp* op = nullptr;  // valid only during the callback
+  std::string op_name;            // stays valid after the compute
   Shape block;
   double start_seconds = 0;  // since compute start
   double end_seconds = 0;

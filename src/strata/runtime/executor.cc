@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "strata/base/byte_size.h"
+#include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/intermediate_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -33,11 +34,13 @@ struct Task {
   Index block = 0;  // linear index in the op's grid
 };
 
-// Per-task state: its pool and the materialized blocks it already fetched.
+// Per-task state: its pool, the materialized blocks it already fetched, and
+// the whole blocks a streamed chain reads strip by strip.
 struct TaskFrame {
   int root = -1;
   std::shared_ptr<MemoryPool> pool;
   std::map<std::pair<int, Shape>, std::shared_ptr<const NDArray>> fetched;
+  std::map<std::pair<const Node*, Shape>, Held> stream_leaves;
 };
 
 class Execution {
@@ -72,6 +75,8 @@ class Execution {
   };
 
   Status Prepare();
+  // Chooses the run directory under work_dir; creates it when `create`.
+  Status MakeRunDir(bool create);
   void WorkerLoop(int worker);
   bool PickLocked(Task* task);
   Status RunTask(const Task& task, int worker, int attempt);
@@ -81,7 +86,15 @@ class Execution {
                       std::vector<int>& finished_ops);
 
   Result<Held> Obtain(const Node& node, std::span<const Index> block, TaskFrame& frame);
+  // True when `node` is computed inside this task and can produce any region
+  // of a block on its own (a fused elementwise op or a virtual array).
+  bool Streamable(const Node& node) const;
+  // Computes `region` (block coordinates) of block `block` of `node` into `out`.
+  Status RegionOf(const Node& node, std::span<const Index> block, const Box& region,
+                  const ArrayView& out, TaskFrame& frame);
   Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, TaskFrame& frame);
+  Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
+                           TaskFrame& frame);
 
   Shape Unravel(const PlannedOp& op, Index linear) const {
     Shape block(op.node->grid.rank());
@@ -104,7 +117,9 @@ class Execution {
   std::shared_ptr<MemoryPool> root_pool_;
   std::shared_ptr<MemoryPool> tier_pool_;
   std::string run_dir_;
+  bool made_run_dir_ = false;
   bool created_work_dir_ = false;
+  std::shared_ptr<RamBudget> ram_budget_;
   std::vector<std::optional<NDArray>> results_;
   std::vector<int> cursor_ops_;
 
@@ -126,6 +141,7 @@ std::string BlockName(std::span<const Index> block) { return JoinIndices(block, 
 Status Execution::Prepare() {
   root_pool_ = MemoryPool::Default()->NewChild({"compute", spec_.total_system_mem});
   tier_pool_ = root_pool_->NewChild({"memory tier", 0});
+  ram_budget_ = std::make_shared<RamBudget>(plan_.ram_tier_capacity());
   const auto& ops = plan_.ops();
   // Results.
   results_.resize(plan_.outputs().size());
@@ -149,26 +165,14 @@ Status Execution::Prepare() {
     if (!op.materialized) continue;
     tasks_remaining_ += op.num_tasks();
     if (op.tier == Tier::kMemory) {
-      s.tier = std::make_unique<MemoryIntermediateStore>(op.node->name, tier_pool_);
+      STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
+      s.tier = std::make_unique<MemoryIntermediateStore>(
+          op.node->name, op.node->dtype, tier_pool_, ram_budget_,
+          fmt::format("{}/{}-spill", run_dir_, op.node->name));
     } else if (op.tier == Tier::kDisk) {
-      if (run_dir_.empty()) {
-        std::string base = spec_.work_dir;
-        if (base.empty()) {
-          const char* tmp = std::getenv("TMPDIR");
-          base = tmp && *tmp ? tmp : "/tmp";
-        }
-        std::error_code ec;
-        if (!std::filesystem::exists(base, ec)) created_work_dir_ = true;
-        static std::atomic<int> counter{0};
-        run_dir_ = fmt::format("{}/strata-run-{}-{}", base, ::getpid(), counter++);
-        std::filesystem::create_directories(run_dir_, ec);
-        if (ec) {
-          return ErrnoToStatus(ec.value(), fmt::format("creating work_dir {}", run_dir_))
-              .WithContext("work_dir");
-        }
-      }
+      STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/true));
       STRATA_ASSIGN_OR_RETURN(
-          s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int.zarr", run_dir_, op.node->name),
+          s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, op.node->name),
                                                 op.node->grid, op.node->dtype));
     } else if (op.tier == Tier::kObject) {
       return UnimplementedError("the object tier is not available yet");
@@ -194,6 +198,30 @@ Status Execution::Prepare() {
       s.pending[b] = static_cast<int32_t>(n);
       if (n == 0) ready_.push({op.index, b});
     }
+  }
+  return Status::Ok();
+}
+
+Status Execution::MakeRunDir(bool create) {
+  if (run_dir_.empty()) {
+    std::string base = spec_.work_dir;
+    if (base.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      base = tmp && *tmp ? tmp : "/tmp";
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(base, ec)) created_work_dir_ = true;
+    static std::atomic<int> counter{0};
+    run_dir_ = fmt::format("{}/strata-run-{}-{}", base, ::getpid(), counter++);
+  }
+  if (create && !made_run_dir_) {
+    std::error_code ec;
+    std::filesystem::create_directories(run_dir_, ec);
+    if (ec) {
+      return ErrnoToStatus(ec.value(), fmt::format("creating work_dir {}", run_dir_))
+          .WithContext("work_dir");
+    }
+    made_run_dir_ = true;
   }
   return Status::Ok();
 }
@@ -245,6 +273,8 @@ Result<NDArray> Execution::ComputeBlock(const Node& node, std::span<const Index>
     }
     case NodeKind::kMemorySource:
       return NDArray::CopyOf(*frame.pool, node.data->view().Slice(box));
+    case NodeKind::kExchange:
+      return Exchange(node, block, box, frame);
     default:
       break;
   }
@@ -253,6 +283,21 @@ Result<NDArray> Execution::ComputeBlock(const Node& node, std::span<const Index>
   request.box = box;
   request.pool = frame.pool.get();
   request.inputs.resize(node.inputs.size());
+  if (node.streams_input && node.inputs.size() == 1 && Streamable(*node.inputs[0]) &&
+      CountInputBlocks(node.maps[0], block) == 1) {
+    // Hand the op a way to compute its input strip by strip.
+    const Node& in = *node.inputs[0];
+    Shape k;
+    ForEachInputBlock(node.maps[0], block, [&](std::span<const Index> b) { k.assign(b.begin(), b.end()); });
+    request.inputs[0].push_back({k, in.grid.BlockBox(k), ConstArrayView()});
+    request.compute_region = [this, &in, k, &frame](const Box& region, const ArrayView& out) {
+      return RegionOf(in, k, region, out, frame);
+    };
+    Result<NDArray> out = node.fn(request);
+    frame.stream_leaves.clear();
+    if (!out.ok()) return out.status().WithContext(fmt::format("{} ({})", node.op_name, node.name));
+    return out;
+  }
   std::vector<std::shared_ptr<const void>> keep;
   Status status;
   for (size_t i = 0; i < node.inputs.size() && status.ok(); ++i) {
@@ -305,6 +350,100 @@ Result<Held> Execution::Obtain(const Node& node, std::span<const Index> block, T
   return Held{shared->view(), shared};
 }
 
+Result<NDArray> Execution::Exchange(const Node& node, std::span<const Index> block,
+                                   const Box& box, TaskFrame& frame) {
+  // Gathers exactly the slices of the input blocks this block overlaps,
+  // straight into the output: from the input's tier when it is materialized
+  // (a copy from RAM or a pread per run from a file), else one input block
+  // at a time.
+  STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*frame.pool, node.dtype, box.shape));
+  const Node& in = *node.inputs[0];
+  const int index = plan_.IndexOf(&in);
+  const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;
+  Status status;
+  ForEachInputBlock(node.maps[0], block, [&](std::span<const Index> k) {
+    if (!status.ok()) return;
+    Box kbox = in.grid.BlockBox(k);
+    Box part = Intersect(kbox, box);
+    if (part.empty()) return;
+    ArrayView dst = out.view().Slice(Translate(part, box.origin));
+    if (tiered) {
+      status = state_[index].tier->GetRegion(k, Translate(part, kbox.origin), dst);
+      return;
+    }
+    Result<Held> held = Obtain(in, k, frame);
+    if (!held.ok()) {
+      status = held.status();
+      return;
+    }
+    CopyArray(held->view.Slice(Translate(part, kbox.origin)), dst);
+  });
+  if (!status.ok()) return status.WithContext(fmt::format("{} ({})", node.op_name, node.name));
+  return out;
+}
+
+bool Execution::Streamable(const Node& node) const {
+  if (!node.region_fn && !node.virtual_fill) return false;
+  const PlannedOp& op = plan_.ops()[plan_.IndexOf(&node)];
+  return !op.materialized;
+}
+
+Status Execution::RegionOf(const Node& node, std::span<const Index> block, const Box& region,
+                           const ArrayView& out, TaskFrame& frame) {
+  if (Streamable(node) && node.virtual_fill) {
+    Box global = region;
+    for (int i = 0; i < region.rank(); ++i) global.origin[i] += node.grid.block_origin(i, block[i]);
+    return node.virtual_fill(global, out);
+  }
+  if (!Streamable(node)) {
+    // A leaf: its whole block is obtained once per task and sliced.
+    auto key = std::make_pair(&node, Shape(block.begin(), block.end()));
+    auto it = frame.stream_leaves.find(key);
+    if (it == frame.stream_leaves.end()) {
+      STRATA_ASSIGN_OR_RETURN(Held held, Obtain(node, block, frame));
+      it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
+    }
+    CopyArray(it->second.view.Slice(region), out);
+    return Status::Ok();
+  }
+  // A fused elementwise op: the same region of each input, then the op.
+  std::vector<ConstArrayView> views;
+  std::vector<NDArray> scratch;
+  scratch.reserve(node.inputs.size());
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
+    const Node& in = *node.inputs[j];
+    const InputMap& map = node.maps[j];
+    Shape k(in.grid.rank());
+    Box r(Shape(in.grid.rank(), 0), Shape(in.grid.rank(), 1));
+    for (int i = 0; i < in.grid.rank(); ++i) {
+      const AxisMap& a = map.axes[i];
+      if (a.kind() == AxisMap::Kind::kFixed) {
+        k[i] = a.InputsFor(0)[0];
+        r.shape[i] = in.grid.block_size(i, k[i]);
+      } else {
+        k[i] = block[a.out_axis()];
+        r.origin[i] = region.origin[a.out_axis()];
+        r.shape[i] = region.shape[a.out_axis()];
+      }
+    }
+    if (Streamable(in)) {
+      STRATA_ASSIGN_OR_RETURN(NDArray part, NDArray::Allocate(*frame.pool, in.dtype, r.shape));
+      STRATA_RETURN_IF_ERROR(RegionOf(in, k, r, part.view(), frame));
+      scratch.push_back(std::move(part));
+      views.push_back(BroadcastTo(scratch.back().view(), region.shape));
+    } else {
+      auto key = std::make_pair(&in, k);
+      auto it = frame.stream_leaves.find(key);
+      if (it == frame.stream_leaves.end()) {
+        STRATA_ASSIGN_OR_RETURN(Held held, Obtain(in, k, frame));
+        it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
+      }
+      views.push_back(BroadcastTo(it->second.view.Slice(r), region.shape));
+    }
+  }
+  return node.region_fn(views, out);
+}
+
 Status Execution::RunTask(const Task& task, int worker, int attempt) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
@@ -327,14 +466,16 @@ Status Execution::RunTask(const Task& task, int worker, int attempt) {
       CopyArray(out.view(), results_[op.output_slot]->view().Slice(box));
     }
     if (op.tier != Tier::kNone) {
-      int64_t bytes = out.nbytes();
-      STRATA_RETURN_IF_ERROR(state_[task.op].tier->Put(block, std::move(out)));
-      if (op.tier == Tier::kMemory) resident_ += bytes;
+      IntermediateStore& tier = *state_[task.op].tier;
+      int64_t before = tier.resident_bytes();
+      STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+      resident_ += tier.resident_bytes() - before;
     }
   }
   auto t1 = Clock::now();
   TaskEndEvent event;
   event.op = &op;
+  event.op_name = op.node->op_name;
   event.block = block;
   event.start_seconds = Seconds(t0);
   event.end_seconds = Seconds(t1);
@@ -469,7 +610,7 @@ Status Execution::Cleanup() {
       s.tier.reset();
     }
   }
-  if (!run_dir_.empty()) {
+  if (!run_dir_.empty() && std::filesystem::exists(run_dir_)) {
     std::error_code ec;
     std::filesystem::remove_all(run_dir_, ec);
     if (ec && first.ok()) first = ErrnoToStatus(ec.value(), fmt::format("removing {}", run_dir_));

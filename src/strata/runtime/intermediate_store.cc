@@ -1,51 +1,215 @@
 #include "strata/runtime/intermediate_store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 
-#include "strata/storage/zarr/zarr_array.h"
-
 namespace strata {
+namespace {
 
-MemoryIntermediateStore::MemoryIntermediateStore(std::string name,
-                                                 std::shared_ptr<MemoryPool> pool)
-    : name_(std::move(name)), pool_(std::move(pool)) {}
+// Closes a descriptor on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Status WriteFile(const std::string& path, std::span<const std::byte> bytes) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd.get() < 0) return ErrnoToStatus(errno, fmt::format("creating {}", path));
+  const std::byte* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd.get(), p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, fmt::format("writing {}", path));
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status ReadRegionFromFile(const std::string& path, const Shape& layout, const Box& region,
+                          const ArrayView& out) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoToStatus(errno, fmt::format("opening {}", path));
+  return PreadRegion(fd.get(), layout, region, out, path);
+}
+
+}  // namespace
+
+bool RamBudget::TryReserve(int64_t bytes) {
+  int64_t used = used_.load();
+  while (true) {
+    if (used + bytes > capacity_) return false;
+    if (used_.compare_exchange_weak(used, used + bytes)) return true;
+  }
+}
+
+Status PreadRegion(int fd, const Shape& layout, const Box& region, const ArrayView& out,
+                   std::string_view what) {
+  const int rank = static_cast<int>(layout.size());
+  const int64_t item = out.dtype().size();
+  if (region.empty()) return Status::Ok();
+  // The longest run that is contiguous both in the file and in `out`: the
+  // last axis, plus every earlier axis whose later axes are whole.
+  Shape file_strides = ContiguousStrides(layout, item);
+  int first = rank;  // axes [first, rank) form one run
+  int64_t run = item;
+  for (int i = rank - 1; i >= 0; --i) {
+    if (out.byte_strides()[i] != run) break;
+    run *= region.shape[i];
+    first = i;
+    if (region.shape[i] != layout[i]) break;  // earlier axes cannot join
+  }
+  // Walk the remaining axes [0, first).
+  Shape index(first, 0);
+  while (true) {
+    int64_t offset = 0;
+    std::byte* dst = out.data();
+    for (int i = 0; i < rank; ++i) {
+      Index at = region.origin[i] + (i < first ? index[i] : 0);
+      offset += at * file_strides[i];
+      if (i < first) dst += index[i] * out.byte_strides()[i];
+    }
+    int64_t done = 0;
+    while (done < run) {
+      ssize_t n = ::pread(fd, dst + done, static_cast<size_t>(run - done), offset + done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoToStatus(errno, fmt::format("reading {}", what));
+      if (n == 0) return DataLossError(fmt::format("{} is shorter than its block", what));
+      done += n;
+    }
+    int i = first - 1;
+    for (; i >= 0; --i) {
+      if (++index[i] < region.shape[i]) break;
+      index[i] = 0;
+    }
+    if (i < 0) break;
+  }
+  return Status::Ok();
+}
+
+MemoryIntermediateStore::MemoryIntermediateStore(std::string name, DType dtype,
+                                                 std::shared_ptr<MemoryPool> pool,
+                                                 std::shared_ptr<RamBudget> budget,
+                                                 std::string spill_dir)
+    : name_(std::move(name)), dtype_(dtype), pool_(std::move(pool)), budget_(std::move(budget)),
+      spill_dir_(std::move(spill_dir)) {}
+
+MemoryIntermediateStore::~MemoryIntermediateStore() { Cleanup().IgnoreError(); }
+
+Status MemoryIntermediateStore::Spill(std::span<const Index> block, const NDArray& data,
+                                      std::string* path) {
+  std::call_once(made_spill_dir_, [this] {
+    std::error_code ec;
+    std::filesystem::create_directories(spill_dir_, ec);
+    if (ec) spill_dir_status_ = ErrnoToStatus(ec.value(), fmt::format("creating {}", spill_dir_));
+  });
+  STRATA_RETURN_IF_ERROR(spill_dir_status_);
+  *path = fmt::format("{}/{}", spill_dir_, block.empty() ? "0" : JoinIndices(block, '.'));
+  STRATA_RETURN_IF_ERROR(WriteFile(*path, data.bytes()));
+  spilled_bytes_ += data.nbytes();
+  ++blocks_spilled_;
+  return Status::Ok();
+}
 
 Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) {
-  data.buffer().TransferTo(pool_);
-  int64_t bytes = data.nbytes();
-  auto shared = std::make_shared<const NDArray>(std::move(data));
-  std::lock_guard lock(mu_);
-  auto [it, inserted] = blocks_.emplace(Shape(block.begin(), block.end()), shared);
-  if (!inserted) {
-    // A retried task produced the block again: keep the newer copy.
-    resident_ -= it->second->nbytes();
-    it->second = shared;
+  const int64_t bytes = data.nbytes();
+  Entry entry;
+  entry.shape = data.shape();
+  if (!budget_ || budget_->TryReserve(bytes)) {
+    data.buffer().TransferTo(pool_);
+    entry.data = std::make_shared<const NDArray>(std::move(data));
+  } else {
+    STRATA_RETURN_IF_ERROR(Spill(block, data, &entry.path));
   }
-  resident_ += bytes;
+  std::lock_guard lock(mu_);
+  Shape key(block.begin(), block.end());
+  auto it = blocks_.find(key);
+  if (it != blocks_.end()) {
+    // A retried task produced the block again: keep the newer copy.
+    if (it->second.data) {
+      resident_ -= it->second.data->nbytes();
+      if (budget_) budget_->Release(it->second.data->nbytes());
+    }
+    blocks_.erase(it);
+  }
+  if (entry.data) resident_ += bytes;
+  blocks_.emplace(std::move(key), std::move(entry));
   return Status::Ok();
 }
 
 Result<std::shared_ptr<const NDArray>> MemoryIntermediateStore::Get(std::span<const Index> block,
                                                                     MemoryPool& pool) {
-  std::lock_guard lock(mu_);
-  auto it = blocks_.find(Shape(block.begin(), block.end()));
-  if (it == blocks_.end()) {
-    return InternalError(
-        fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
+  std::string path;
+  Shape shape;
+  {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Shape(block.begin(), block.end()));
+    if (it == blocks_.end()) {
+      return InternalError(
+          fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
+    }
+    if (it->second.data) return it->second.data;
+    path = it->second.path;
+    shape = it->second.shape;
   }
-  return it->second;
+  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, shape));
+  STRATA_RETURN_IF_ERROR(ReadRegionFromFile(path, shape, Box(Shape(shape.size(), 0), shape),
+                                            a.view()));
+  return std::make_shared<const NDArray>(std::move(a));
+}
+
+Status MemoryIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
+                                          const ArrayView& out) {
+  std::shared_ptr<const NDArray> data;
+  std::string path;
+  Shape shape;
+  {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Shape(block.begin(), block.end()));
+    if (it == blocks_.end()) {
+      return InternalError(
+          fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
+    }
+    data = it->second.data;
+    path = it->second.path;
+    shape = it->second.shape;
+  }
+  if (data) {
+    CopyArray(data->view().Slice(region), out);
+    return Status::Ok();
+  }
+  return ReadRegionFromFile(path, shape, region, out);
 }
 
 Status MemoryIntermediateStore::Erase(std::span<const Index> block) {
-  std::shared_ptr<const NDArray> doomed;  // freed outside the lock
-  std::lock_guard lock(mu_);
-  auto it = blocks_.find(Shape(block.begin(), block.end()));
-  if (it != blocks_.end()) {
-    resident_ -= it->second->nbytes();
+  Entry doomed;  // freed outside the lock
+  {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Shape(block.begin(), block.end()));
+    if (it == blocks_.end()) return Status::Ok();
     doomed = std::move(it->second);
     blocks_.erase(it);
+    if (doomed.data) {
+      resident_ -= doomed.data->nbytes();
+      if (budget_) budget_->Release(doomed.data->nbytes());
+    }
+  }
+  if (!doomed.path.empty() && ::unlink(doomed.path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoToStatus(errno, fmt::format("removing {}", doomed.path));
   }
   return Status::Ok();
 }
@@ -56,10 +220,20 @@ int64_t MemoryIntermediateStore::resident_bytes() const {
 }
 
 Status MemoryIntermediateStore::Cleanup() {
-  std::map<Shape, std::shared_ptr<const NDArray>> doomed;
-  std::lock_guard lock(mu_);
-  doomed.swap(blocks_);
-  resident_ = 0;
+  std::map<Shape, Entry> doomed;
+  {
+    std::lock_guard lock(mu_);
+    doomed.swap(blocks_);
+    if (budget_) budget_->Release(resident_);
+    resident_ = 0;
+  }
+  for (auto& [block, entry] : doomed) {
+    if (!entry.path.empty()) ::unlink(entry.path.c_str());
+  }
+  if (blocks_spilled_.load() > 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(spill_dir_, ec);
+  }
   return Status::Ok();
 }
 
@@ -70,52 +244,35 @@ Result<std::unique_ptr<DiskIntermediateStore>> DiskIntermediateStore::Create(std
   options.create = true;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalStore> local, LocalStore::Open(dir, options));
   std::shared_ptr<LocalStore> store = std::move(local);
-  std::shared_ptr<ZarrArray> zarr;
-  if (grid.is_regular()) {
-    // An uncompressed Zarr v2 array: inspectable with any Zarr tool.
-    ArrayMetadata m;
-    m.zarr_format = ZarrFormat::kV2;
-    m.shape = grid.shape();
-    m.chunk_shape = grid.chunk_shape();
-    m.encoding.dtype = dtype;
-    m.fill_value = ZeroFillValue(dtype);
-    ZarrArray::CreateOptions create;
-    create.deferred_metadata = false;
-    STRATA_ASSIGN_OR_RETURN(zarr, ZarrArray::Create(store, "", m, create));
-  }
   return std::unique_ptr<DiskIntermediateStore>(
-      new DiskIntermediateStore(std::move(dir), std::move(grid), dtype, store, std::move(zarr)));
+      new DiskIntermediateStore(std::move(dir), std::move(grid), dtype, store));
 }
 
 DiskIntermediateStore::~DiskIntermediateStore() { Cleanup().IgnoreError(); }
 
 std::string DiskIntermediateStore::Key(std::span<const Index> block) const {
-  return "b" + JoinIndices(block, '.');
+  return block.empty() ? "0" : JoinIndices(block, '.');
 }
 
 Status DiskIntermediateStore::Put(std::span<const Index> block, NDArray data) {
   bytes_written_ += data.nbytes();
-  if (zarr_) return zarr_->WriteChunk(block, data.view(), *data.buffer().pool());
   return store_->Set(Key(block), data.bytes());
 }
 
 Result<std::shared_ptr<const NDArray>> DiskIntermediateStore::Get(std::span<const Index> block,
                                                                   MemoryPool& pool) {
   STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, grid_.BlockShape(block)));
-  if (zarr_) {
-    STRATA_ASSIGN_OR_RETURN(bool present, zarr_->ReadChunk(block, a.view(), pool));
-    if (!present) {
-      return InternalError(fmt::format("block {} missing from disk tier {}",
-                                       JoinIndices(block, '.'), dir_));
-    }
-  } else {
-    STRATA_RETURN_IF_ERROR(store_->GetInto(Key(block), a.bytes()));
-  }
+  STRATA_RETURN_IF_ERROR(store_->GetInto(Key(block), a.bytes()));
   return std::make_shared<const NDArray>(std::move(a));
 }
 
+Status DiskIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
+                                        const ArrayView& out) {
+  return ReadRegionFromFile(fmt::format("{}/{}", dir_, Key(block)), grid_.BlockShape(block),
+                            region, out);
+}
+
 Status DiskIntermediateStore::Erase(std::span<const Index> block) {
-  if (zarr_) return zarr_->EraseChunk(block);
   return store_->Erase(Key(block));
 }
 

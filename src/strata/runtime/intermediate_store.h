@@ -2,10 +2,19 @@
 // readers, in one tier.
 //
 //   MemoryIntermediateStore  blocks stay in RAM as shared NDArrays; readers
-//                            get them without a copy.
+//                            get them without a copy. RAM is shared by every
+//                            memory-tier store of a compute through a
+//                            RamBudget: a block that does not fit is spilled
+//                            to a file under the run directory and read back
+//                            on demand (per block, so cost grows smoothly
+//                            past the capacity instead of falling off a cliff).
 //   DiskIntermediateStore    blocks go to uncompressed files under a run
-//                            directory in work_dir (a Zarr v2 array when the
-//                            grid is regular, raw block files otherwise).
+//                            directory in work_dir: raw C-order bytes of the
+//                            exact block shape, named by Zarr v2 chunk keys.
+//
+// GetRegion reads part of a block straight into the caller's buffer (a
+// rechunk gathers slices): from RAM it is a copy, from a file it is one pread
+// per contiguous run, so no whole block is ever staged.
 //
 // The scheduler erases a block when its last reader finishes (refcount GC)
 // and calls Cleanup() at the end of a compute, successful or not.
@@ -14,6 +23,7 @@
 #ifndef STRATA_RUNTIME_INTERMEDIATE_STORE_H_
 #define STRATA_RUNTIME_INTERMEDIATE_STORE_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,8 +38,6 @@
 
 namespace strata {
 
-class ZarrArray;
-
 class IntermediateStore {
  public:
   virtual ~IntermediateStore() = default;
@@ -38,6 +46,9 @@ class IntermediateStore {
   // The block, for reading; buffers come from `pool` when it must be read.
   virtual Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                                      MemoryPool& pool) = 0;
+  // `region` (in the block's coordinates) of the block, into `out`.
+  virtual Status GetRegion(std::span<const Index> block, const Box& region,
+                           const ArrayView& out) = 0;
   // The block's last reader is done.
   virtual Status Erase(std::span<const Index> block) = 0;
   // Bytes held in RAM now.
@@ -48,24 +59,64 @@ class IntermediateStore {
   virtual Status Cleanup() = 0;
 };
 
+// RAM the memory tier may hold, shared by the stores of one compute.
+class RamBudget {
+ public:
+  explicit RamBudget(int64_t capacity) : capacity_(capacity) {}
+  bool TryReserve(int64_t bytes);
+  void Release(int64_t bytes) { used_ -= bytes; }
+  int64_t capacity() const { return capacity_; }
+  int64_t used() const { return used_.load(); }
+
+ private:
+  const int64_t capacity_;
+  std::atomic<int64_t> used_{0};
+};
+
+// Reads `region` of a raw C-order block of `layout` shape stored in file `fd`
+// into `out`, one pread per contiguous run.
+Status PreadRegion(int fd, const Shape& layout, const Box& region, const ArrayView& out,
+                   std::string_view what);
+
 class MemoryIntermediateStore : public IntermediateStore {
  public:
-  // Block buffers are charged to `pool` while held.
-  MemoryIntermediateStore(std::string name, std::shared_ptr<MemoryPool> pool);
+  // Block buffers are charged to `pool` while held. Blocks beyond `budget`
+  // are spilled to files under `spill_dir` (created on first spill). A null
+  // budget never spills.
+  MemoryIntermediateStore(std::string name, DType dtype, std::shared_ptr<MemoryPool> pool,
+                          std::shared_ptr<RamBudget> budget = nullptr,
+                          std::string spill_dir = "");
+  ~MemoryIntermediateStore() override;
   Status Put(std::span<const Index> block, NDArray data) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override;
-  int64_t bytes_written() const override { return 0; }
+  int64_t bytes_written() const override { return spilled_bytes_.load(); }
+  int64_t blocks_spilled() const { return blocks_spilled_.load(); }
   Status Cleanup() override;
 
  private:
+  struct Entry {
+    std::shared_ptr<const NDArray> data;  // in RAM, or
+    std::string path;                     // spilled to this file
+    Shape shape;
+  };
+  Status Spill(std::span<const Index> block, const NDArray& data, std::string* path);
+
   std::string name_;
+  DType dtype_;
   std::shared_ptr<MemoryPool> pool_;
+  std::shared_ptr<RamBudget> budget_;
+  std::string spill_dir_;
   mutable std::mutex mu_;
-  std::map<Shape, std::shared_ptr<const NDArray>> blocks_;
+  std::map<Shape, Entry> blocks_;
   int64_t resident_ = 0;
+  std::once_flag made_spill_dir_;
+  Status spill_dir_status_;
+  std::atomic<int64_t> spilled_bytes_{0};
+  std::atomic<int64_t> blocks_spilled_{0};
 };
 
 class DiskIntermediateStore : public IntermediateStore {
@@ -78,6 +129,7 @@ class DiskIntermediateStore : public IntermediateStore {
   Status Put(std::span<const Index> block, NDArray data) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return bytes_written_.load(); }
@@ -85,16 +137,14 @@ class DiskIntermediateStore : public IntermediateStore {
 
  private:
   DiskIntermediateStore(std::string dir, ChunkGrid grid, DType dtype,
-                        std::shared_ptr<LocalStore> store, std::shared_ptr<ZarrArray> zarr)
-      : dir_(std::move(dir)), grid_(std::move(grid)), dtype_(dtype), store_(std::move(store)),
-        zarr_(std::move(zarr)) {}
+                        std::shared_ptr<LocalStore> store)
+      : dir_(std::move(dir)), grid_(std::move(grid)), dtype_(dtype), store_(std::move(store)) {}
   std::string Key(std::span<const Index> block) const;
 
   std::string dir_;
   ChunkGrid grid_;
   DType dtype_;
   std::shared_ptr<LocalStore> store_;
-  std::shared_ptr<ZarrArray> zarr_;  // set for regular grids
   std::atomic<int64_t> bytes_written_{0};
 };
 

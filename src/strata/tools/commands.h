@@ -58,6 +58,31 @@ struct VerifyOptions {
 // Returns whether they are equal; an error only when they cannot be compared.
 Result<bool> RunVerify(const VerifyOptions& options);
 
+struct RechunkOptions {
+  std::string src;  // empty with plan_only: a source described by shape/source_chunks/dtype
+  std::string dst;
+  Shape chunks;
+  std::string allowed_mem = "2GB";
+  std::string reserved_mem;      // empty: the default
+  std::string total_system_mem;  // empty: the default
+  std::string work_dir;
+  std::string executor = "threads";
+  std::string tier = "auto";
+  int workers = 1;
+  std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
+  std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
+  bool overwrite = false;
+  std::string history;  // JSON-lines history file, if any
+  bool quiet = false;
+  // `strata plan`: print the plan only (as JSON with `json`).
+  bool plan_only = false;
+  bool json = false;
+  Shape shape, source_chunks;
+  DType dtype = DTypeId::kFloat64;
+};
+// Rechunks SRC into a new array DST, printing the plan (tiers and why) first.
+Status RunRechunk(const RechunkOptions& options);
+
 // The default codec of new arrays: zarr-python's, blosc lz4 clevel 5 with byte shuffle.
 std::vector<BytesCodecSpec> DefaultCodecs();
 

@@ -90,12 +90,50 @@ int Main(int argc, char** argv) {
   verify->add_option("--workers", v_workers, "Threads")->capture_default_str();
   verify->add_option("--max-report", v_max_report, "Differences to list")->capture_default_str();
 
+  // strata rechunk / strata plan (shared options)
+  RechunkOptions rk;
+  std::string rk_chunks, rk_codec, rk_shape, rk_source_chunks, rk_dtype = "float64";
+  int rk_format = 0;
+  rk.workers = default_workers;
+  auto add_rechunk_options = [&](CLI::App* sub) {
+    sub->add_option("--chunks", rk_chunks, "Target chunk shape, e.g. 1000,10000")->required();
+    sub->add_option("--allowed-mem", rk.allowed_mem, "Memory one task may use")
+        ->capture_default_str();
+    sub->add_option("--reserved-mem", rk.reserved_mem, "Memory a task needs before any chunk");
+    sub->add_option("--total-system-mem", rk.total_system_mem,
+                    "Memory for all tasks and RAM intermediates (default 80% of RAM)");
+    sub->add_option("--workers", rk.workers, "Worker threads")->capture_default_str();
+    sub->add_option("--executor", rk.executor, "inline or threads")->capture_default_str();
+    sub->add_option("--tier", rk.tier, "Where intermediates go: auto, memory, spill, disk, object")
+        ->capture_default_str();
+    sub->add_option("--work-dir", rk.work_dir, "Directory for disk intermediates and spill");
+  };
+  CLI::App* rechunk = app.add_subcommand(
+      "rechunk", "Rewrite SRC with new chunks into DST, intermediates in the fastest tier that fits");
+  rechunk->add_option("SRC", rk.src, "Source array")->required();
+  rechunk->add_option("DST", rk.dst, "Destination array")->required();
+  add_rechunk_options(rechunk);
+  rechunk->add_option("--codec", rk_codec, "Codec of DST (default: SRC's), e.g. zstd:level=3, none");
+  rechunk->add_option("--zarr-format", rk_format, "Zarr format of DST: 2 or 3 (default: SRC's)");
+  rechunk->add_option("--history", rk.history, "Append per-task history (JSON lines) to FILE");
+  rechunk->add_flag("--overwrite", rk.overwrite, "Replace an existing array at DST");
+  rechunk->add_flag("--quiet", rk.quiet, "Print nothing but errors");
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Print the plan of rechunking SRC (or an array described by --shape/--source-chunks) "
+              "without running it");
+  plan->add_option("SRC", rk.src, "Source array (optional with --shape)");
+  add_rechunk_options(plan);
+  plan->add_option("--shape", rk_shape, "Shape of a described source (no data needed)");
+  plan->add_option("--source-chunks", rk_source_chunks, "Chunks of the described source");
+  plan->add_option("--dtype", rk_dtype, "Data type of the described source")->capture_default_str();
+  plan->add_flag("--json", rk.json, "Print JSON");
+
   if (argc >= 2 && argv[1][0] != '-') {
     std::string verb = argv[1];
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == verb;
     if (!known) {
-      fmt::print(stderr, "strata: error: unknown command '{}' (expected random, info, copy or verify)\n",
+      fmt::print(stderr, "strata: error: unknown command '{}' (expected random, info, copy, verify, rechunk or plan)\n",
                  verb);
       return kExitUsage;
     }
@@ -155,6 +193,37 @@ int Main(int argc, char** argv) {
       o.workers = check_workers(c_workers);
       o.overwrite = c_overwrite;
       Status s = RunCopy(o);
+      return s.ok() ? 0 : Fail(s);
+    }
+    if (rechunk->parsed() || plan->parsed()) {
+      rk.plan_only = plan->parsed();
+      rk.chunks = OrUsage(ParseShape(rk_chunks, "--chunks"));
+      for (Index c : rk.chunks) {
+        if (c < 1) {
+          throw UsageError{fmt::format("--chunks {} must be at least 1 along every axis",
+                                       ShapeToString(rk.chunks))};
+        }
+      }
+      check_workers(rk.workers);
+      if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
+      if (rk_format != 0) rk.zarr_format = ParseFormat(rk_format);
+      if (rk.plan_only) {
+        if (rk.src.empty() == rk_shape.empty()) {
+          throw UsageError{"plan needs either SRC or --shape with --source-chunks"};
+        }
+        if (!rk_shape.empty()) {
+          rk.shape = OrUsage(ParseShape(rk_shape, "--shape"));
+          if (rk_source_chunks.empty()) throw UsageError{"--shape needs --source-chunks"};
+          rk.source_chunks = OrUsage(ParseShape(rk_source_chunks, "--source-chunks"));
+          if (rk.source_chunks.size() != rk.shape.size()) {
+            throw UsageError{fmt::format("--source-chunks {} does not match the rank of --shape {}",
+                                         ShapeToString(rk.source_chunks),
+                                         ShapeToString(rk.shape))};
+          }
+          rk.dtype = OrUsage(ParseDTypeName(rk_dtype));
+        }
+      }
+      Status s = RunRechunk(rk);
       return s.ok() ? 0 : Fail(s);
     }
     if (verify->parsed()) {

@@ -1,0 +1,246 @@
+// groupby_reduce: a reduction along one axis by integer group labels, with
+// flox's "map-reduce" strategy built as a tree like reduction.cc:
+//
+//   x                 shape S, `axis` in nb blocks
+//   <op>-partial      (nb, S with axis -> G, W): block (j, ...) holds the
+//                     group states (GroupPartial) of x's blocks j along axis;
+//                     chunks (1, x's chunks, G, W)
+//   <op>-combine-k    the leading "blocks" axis merged split_every at a time
+//                     (ReductionKernel::Combine over axis 0), until one is left
+//   groupby-<op>      Finalize: the blocks and state axes dropped; shape S
+//                     with axis -> G, x's chunks on the other axes, G whole
+//
+// where G = num_groups and W the kernel's state width. One group state per
+// block of x is (x's block over the other axes) x G x W values, so the budget
+// bounds G times the other axes' chunk size; states that cannot fit (one per
+// partial task, 5 per combine task) are refused when the array is built.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+#include "strata/api/internal.h"
+#include "strata/base/byte_size.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace internal_api {
+namespace {
+
+// The view without its leading axis (of extent 1).
+ArrayView DropLeadingAxis(const ArrayView& v) {
+  STRATA_DCHECK(v.rank() >= 1 && v.shape()[0] == 1);
+  return ArrayView(v.data(), v.dtype(), Shape(v.shape().begin() + 1, v.shape().end()),
+                   Shape(v.byte_strides().begin() + 1, v.byte_strides().end()));
+}
+
+// Blocks merged per combine round: as many states as fit in the budget with
+// their gathered copy and the output ((2 s + 1) states), 2..16.
+int ChooseGroupSplitEvery(int64_t state_block_bytes, const Spec& spec) {
+  Result<ResolvedSpec> r = ResolveSpec(spec);
+  const int64_t budget = r.ok() ? r->allowed_mem - r->reserved_mem : kDefaultAllowedMem;
+  const int64_t fit = (budget / std::max<int64_t>(1, state_block_bytes) - 1) / 2;
+  return static_cast<int>(std::clamp<int64_t>(fit, 2, 16));
+}
+
+}  // namespace
+
+Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in, ReduceOp op,
+                    Index num_groups, int split_every) {
+  if (!x.ok()) return x;
+  const std::string op_name(ReduceOpName(op));
+  const std::string name = "groupby-" + op_name;
+  auto fail = [&](std::string message) {
+    return Array::FromStatus(InvalidArgumentError(fmt::format("groupby_reduce: {}", message)));
+  };
+  if (!GroupReduceSupported(op)) {
+    return fail(fmt::format("op '{}' is not supported (sum, mean, count, min, max are)", op_name));
+  }
+  Result<int> axis_r = NormalizeAxis(axis_in, x.ndim(), "groupby_reduce");
+  if (!axis_r.ok()) return Array::FromStatus(axis_r.status());
+  const int axis = *axis_r;
+  const Index extent = x.shape()[axis];
+  if (static_cast<Index>(labels_in.size()) != extent) {
+    return fail(fmt::format("{} labels given for axis {} of extent {}", labels_in.size(), axis,
+                            extent));
+  }
+  if (num_groups < 0) return fail(fmt::format("num_groups {} is negative", num_groups));
+  int64_t max_label = -1;
+  for (size_t i = 0; i < labels_in.size(); ++i) {
+    const int64_t l = labels_in[i];
+    if (num_groups > 0 && l >= num_groups) {
+      return fail(fmt::format("label {} at position {} is not below num_groups {}", l, i,
+                              num_groups));
+    }
+    max_label = std::max(max_label, l);
+  }
+  const Index G = num_groups > 0 ? num_groups : max_label + 1;
+  if (split_every == 1 || split_every < 0) {
+    return fail(fmt::format("split_every {} must be at least 2 (or 0 for automatic)", split_every));
+  }
+  Result<std::shared_ptr<const ReductionKernel>> kernel_r = MakeReductionKernel(op, x.dtype());
+  if (!kernel_r.ok()) return Array::FromStatus(kernel_r.status().WithContext("groupby_reduce"));
+  std::shared_ptr<const ReductionKernel> kernel = *kernel_r;
+  auto labels = std::make_shared<const std::vector<int64_t>>(std::move(labels_in));
+  const int rank = x.ndim();
+  const int W = kernel->state_width();
+  const DType sdt = kernel->state_dtype();
+  const Index nb = x.chunks().grid_shape()[axis];
+
+  // One block of group states: x's block on the other axes, G groups, W
+  // values each. A huge G (a stray label) must give an error, not overflow.
+  Shape other = x.chunksize();
+  other.erase(other.begin() + axis);
+  Shape state_block = x.chunksize();
+  state_block[axis] = G;
+  state_block.push_back(W);
+  Shape out_shape = x.shape();
+  out_shape[axis] = G;
+  const Result<Index> state_elements =
+      CheckedNumElements(state_block, "groupby_reduce: the group states of one block");
+  if (!state_elements.ok()) return Array::FromStatus(state_elements.status());
+  const Result<Index> out_elements = CheckedNumElements(out_shape, "groupby_reduce: the result");
+  if (!out_elements.ok()) return Array::FromStatus(out_elements.status());
+  // One state per partial task; a combine round holds at least 5 (2 states,
+  // their gathered copy and the result). Refused here, naming the groups,
+  // rather than by the planner naming an op.
+  const int states_at_once = nb > 1 ? 5 : 1;
+  const int64_t max_bytes = std::numeric_limits<int64_t>::max() / (5 * sdt.size());
+  const int64_t state_block_bytes =
+      *state_elements > max_bytes ? std::numeric_limits<int64_t>::max() / 5
+                                  : *state_elements * sdt.size();
+  if (Result<ResolvedSpec> spec = ResolveSpec(*x.spec()); spec.ok()) {
+    const int64_t budget = spec->allowed_mem - spec->reserved_mem;
+    if (states_at_once * state_block_bytes > budget) {
+      const std::string merge =
+          states_at_once > 1
+              ? fmt::format("; merging them needs {} at once ({})", states_at_once,
+                            FormatBytes(states_at_once * state_block_bytes))
+              : "";
+      return fail(fmt::format(
+          "the group states of one block ({} values per group x {} groups x {} {}) take {}{}, "
+          "over allowed_mem {} less reserved_mem {}; use smaller chunks along the other axes "
+          "(now {}) or fewer groups",
+          NumElements(other), G, W, sdt.name(), FormatBytes(state_block_bytes), merge,
+          FormatBytes(spec->allowed_mem), FormatBytes(spec->reserved_mem), ShapeToString(other)));
+    }
+  }
+
+  // Partial: state axis s + 1 holds x's axis s, except axis + 1 (the groups).
+  std::vector<std::vector<Index>> psizes(rank + 2);
+  psizes[0].assign(std::max<Index>(nb, 1), 1);
+  for (int a = 0; a < rank; ++a) {
+    if (a == axis) {
+      psizes[a + 1] = G == 0 ? std::vector<Index>{} : std::vector<Index>{G};
+    } else {
+      psizes[a + 1] = x.chunks().AxisChunkSizes(a);
+    }
+  }
+  psizes[rank + 1] = {W};
+  ChunkGrid pgrid = GridFromSizes(psizes);
+
+  Array state;
+  if (nb == 0) {
+    // No blocks along the grouped axis: every group is empty. One empty state,
+    // from GroupPartial over an empty input.
+    state = MakeVirtual(
+        name + "-empty", pgrid.shape(), pgrid, sdt, x.spec(),
+        [kernel, axis](const Box& box, const ArrayView& out) {
+          Shape in_shape(box.shape.begin() + 1, box.shape.end() - 1);
+          const Index groups = in_shape[axis];
+          in_shape[axis] = 0;
+          STRATA_ASSIGN_OR_RETURN(
+              NDArray empty,
+              NDArray::Allocate(*MemoryPool::Default(), kernel->input_dtype(), in_shape));
+          GroupPartial(*kernel, empty.view(), axis, {}, groups, DropLeadingAxis(out));
+          return Status::Ok();
+        });
+  } else {
+    InputMap map;
+    for (int a = 0; a < rank; ++a) {
+      map.axes.push_back(
+          AxisMap::Identity(a == axis ? 0 : a + 1, x.chunks().grid_shape()[a]));
+    }
+    BlockFunction fn = [kernel, labels, axis, G, sdt](const BlockRequest& r) -> Result<NDArray> {
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+      const InputBlock& in = r.inputs[0][0];
+      std::span<const int64_t> block_labels = std::span<const int64_t>(*labels).subspan(
+          in.box.origin[axis], in.box.shape[axis]);
+      GroupPartial(*kernel, in.view, axis, block_labels, G, DropLeadingAxis(out.view()));
+      return out;
+    };
+    const int64_t scratch = kernel->ScratchBytes(x.chunksize());
+    state = MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, {x}, {std::move(map)},
+                          std::move(fn), scratch, x.spec());
+  }
+
+  // Combine rounds over the blocks axis until one state is left.
+  const int split =
+      split_every >= 2 ? split_every : ChooseGroupSplitEvery(state_block_bytes, *x.spec());
+  const int axes0[] = {0};
+  for (int round = 1; state.shape()[0] > 1; ++round) {
+    const Index n = state.shape()[0];
+    const Index merged = (n + split - 1) / split;
+    std::vector<std::vector<Index>> table(merged);
+    for (Index j = 0; j < merged; ++j) {
+      for (Index k = j * split; k < std::min(n, (j + 1) * split); ++k) table[j].push_back(k);
+    }
+    std::vector<std::vector<Index>> sizes(rank + 2);
+    InputMap map;
+    sizes[0].assign(merged, 1);
+    map.axes.push_back(AxisMap::Table(0, table, n));
+    for (int a = 1; a < rank + 2; ++a) {
+      sizes[a] = state.chunks().AxisChunkSizes(a);
+      map.axes.push_back(AxisMap::Identity(a, state.chunks().grid_shape()[a]));
+    }
+    BlockFunction fn = [kernel, sdt, axes0](const BlockRequest& r) -> Result<NDArray> {
+      const auto& blocks = r.inputs[0];
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+      if (blocks.size() == 1) {
+        kernel->Combine(blocks[0].view, axes0, out.view());
+        return out;
+      }
+      // The blocks are consecutive along axis 0 and equal on the others.
+      Box region = blocks.front().box;
+      region.shape[0] = blocks.back().box.end(0) - region.origin[0];
+      STRATA_ASSIGN_OR_RETURN(NDArray gathered, Assemble(r, 0, region, sdt));
+      kernel->Combine(gathered.view(), axes0, out.view());
+      return out;
+    };
+    const int64_t gathered = std::min<Index>(split, n) * state_block_bytes;
+    state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), GridFromSizes(sizes).shape(),
+                          sdt, GridFromSizes(sizes), {state}, {std::move(map)}, std::move(fn),
+                          gathered, x.spec());
+  }
+
+  // Finalize: drop the blocks axis and the state axis.
+  std::vector<std::vector<Index>> out_sizes(rank);
+  InputMap map;
+  map.axes.push_back(AxisMap::Fixed({0}, 1));
+  for (int a = 0; a < rank; ++a) {
+    out_sizes[a] = state.chunks().AxisChunkSizes(a + 1);
+    map.axes.push_back(AxisMap::Identity(a, state.chunks().grid_shape()[a + 1]));
+  }
+  map.axes.push_back(AxisMap::Fixed({0}, 1));
+  const DType rdt = kernel->result_dtype();
+  BlockFunction fn = [kernel, rdt](const BlockRequest& r) -> Result<NDArray> {
+    const ConstArrayView& st = r.inputs[0][0].view;
+    STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, rdt, r.box.shape));
+    Shape with_blocks_axis = r.box.shape;
+    with_blocks_axis.insert(with_blocks_axis.begin(), 1);
+    kernel->Finalize(st, out.view().Reshaped(with_blocks_axis));
+    return out;
+  };
+  return MakeBlockwise(name, out_shape, rdt, GridFromSizes(out_sizes), {state}, {std::move(map)},
+                       std::move(fn), 0, x.spec());
+}
+
+}  // namespace internal_api
+
+Array groupby_reduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
+                     Index num_groups) {
+  return internal_api::GroupbyReduce(x, std::move(labels), axis, op, num_groups, 0);
+}
+
+}  // namespace strata

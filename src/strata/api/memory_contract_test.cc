@@ -1,0 +1,303 @@
+// The memory contract, asserted from the history file a user would get: for
+// elementwise math, a reduction, matmul, concat, take and groupby_reduce over
+// ~50 MB chunks, under an allowed_mem just above what the plan needs, every
+// task's measured peak <= its projection <= allowed_mem.
+//
+// Each test plans its expression once under a generous budget to learn the
+// largest per-task projection P, then rebuilds it under allowed_mem = P plus
+// a small margin (so the budget binds), runs it with a HistoryCallback writing
+// JSON lines to a temporary file, and checks every "task" and "op" line.
+// Arrays have 2-4 chunks each so that the file stays fast under ASan.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "strata/base/temp_dir.h"
+#include "strata/core/synthetic.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kMB = 1'000'000;
+constexpr int64_t kMargin = 2 * kMB;
+
+Spec BudgetSpec(int64_t allowed) {
+  Spec spec;
+  spec.allowed_mem = allowed;
+  spec.reserved_mem = "10MB";
+  spec.workers = 2;
+  return spec;
+}
+
+// Builds the arrays to compute under a spec.
+using Builder = std::function<std::vector<Array>(const Spec&)>;
+
+// The largest per-task projection of the plan of `arrays`.
+int64_t MaxProjection(const std::vector<Array>& arrays) {
+  Result<std::shared_ptr<const Plan>> p = plan(arrays);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  if (!p.ok()) return 0;
+  int64_t most = 0;
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.materialized) most = std::max(most, op.projected_mem);
+  }
+  return most;
+}
+
+// The history file: one JSON object per line.
+std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) {
+      ADD_FAILURE() << "not a JSON object: " << line;
+      continue;
+    }
+    lines.push_back(std::move(j));
+  }
+  return lines;
+}
+
+// Fields of a history line, failing the test (instead of throwing) when one
+// is missing or of another type.
+int64_t Int(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) {
+    ADD_FAILURE() << "no integer \"" << key << "\" in " << j.dump();
+    return 0;
+  }
+  return it->get<int64_t>();
+}
+
+std::string Text(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) {
+    ADD_FAILURE() << "no string \"" << key << "\" in " << j.dump();
+    return "";
+  }
+  return it->get<std::string>();
+}
+
+struct History {
+  int64_t allowed = 0;
+  int64_t tasks = 0;
+  int64_t max_projected = 0;
+  int64_t max_measured = 0;
+  std::vector<NDArray> results;
+};
+
+// Runs `build` under a budget just above its largest projection and checks
+// the history file; returns what it saw. `min_measured` is the size of a
+// block some task must hold whole (the measured peak must reach it, so the
+// measurement is real).
+History RunTight(const Builder& build, int64_t min_measured) {
+  History h;
+  // Some ops plan smaller tasks under a smaller budget (take groups fewer
+  // blocks per task, matmul splits its output): shrink the budget until the
+  // plan no longer changes.
+  int64_t need = MaxProjection(build(BudgetSpec(4000 * kMB)));
+  for (int round = 0; round < 5; ++round) {
+    const int64_t again = MaxProjection(build(BudgetSpec(need + kMargin)));
+    if (again == need || again == 0) break;
+    need = again;
+  }
+  EXPECT_GE(need, min_measured);
+  const Spec spec = BudgetSpec(need + kMargin);
+  std::vector<Array> arrays = build(spec);
+  TempDir dir;
+  const std::string path = dir.path() + "/history.jsonl";
+  auto history = std::make_shared<HistoryCallback>(path);
+  EXPECT_TRUE(history->status().ok()) << history->status().ToString();
+  ComputeOptions options;
+  options.callbacks.push_back(history);
+  Result<std::vector<NDArray>> r = compute(arrays, options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return h;
+  h.results = std::move(r).value();
+  history.reset();  // closes the file
+
+  int64_t announced_tasks = -1;
+  bool ended_ok = false;
+  int64_t op_lines = 0;
+  for (const nlohmann::json& j : ReadJsonLines(path)) {
+    const std::string event = Text(j, "event");
+    if (event == "compute_start") {
+      h.allowed = Int(j, "allowed_mem");
+      announced_tasks = Int(j, "tasks");
+    } else if (event == "task") {
+      const int64_t projected = Int(j, "projected_mem");
+      const int64_t measured = Int(j, "measured_peak");
+      const std::string where =
+          Text(j, "op") + " block " + j.value("block", nlohmann::json()).dump();
+      EXPECT_GT(measured, 0) << where;
+      EXPECT_LE(measured, projected) << where;
+      EXPECT_LE(projected, h.allowed) << where;
+      h.max_projected = std::max(h.max_projected, projected);
+      h.max_measured = std::max(h.max_measured, measured);
+      ++h.tasks;
+    } else if (event == "op") {
+      const std::string where = Text(j, "op");
+      EXPECT_LE(Int(j, "measured_peak"), Int(j, "projected_mem")) << where;
+      EXPECT_LE(Int(j, "projected_mem"), h.allowed) << where;
+      ++op_lines;
+    } else if (event == "compute_end") {
+      ended_ok = j.value("ok", false);
+    }
+  }
+  EXPECT_EQ(h.allowed, need + kMargin);
+  EXPECT_TRUE(ended_ok);
+  EXPECT_GT(op_lines, 0);
+  EXPECT_GT(h.tasks, 0);
+  EXPECT_EQ(h.tasks, announced_tasks);
+  // Tight: the largest task uses the budget but for the margin.
+  EXPECT_GE(h.max_projected, h.allowed - kMargin);
+  EXPECT_GE(h.max_measured, min_measured);
+  return h;
+}
+
+// 50 MB float64 chunks: (1250, 5000) blocks.
+constexpr Index kRows = 1250, kCols = 5000;
+constexpr int64_t kChunkBytes = kRows * kCols * 8;
+
+// The synthetic value of element (i, j) of an array of `shape`.
+double At(const Shape& shape, uint64_t seed, Index i, Index j) {
+  return SyntheticUniform(seed, static_cast<uint64_t>(i * shape[1] + j));
+}
+
+TEST(MemoryContractTest, Elementwise) {
+  const Shape shape = {2 * kRows, kCols};
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array a = random::random(shape, {kRows, kCols}, 1, spec);
+        Array b = random::random(shape, {kRows, kCols}, 2, spec);
+        return std::vector<Array>{a * b + sqrt(a)};
+      },
+      kChunkBytes);
+  ASSERT_EQ(h.results.size(), 1u);
+  ASSERT_EQ(h.results[0].shape(), shape);
+  for (Index i : {Index{0}, kRows - 1, kRows, 2 * kRows - 1}) {
+    for (Index j : {Index{0}, kCols - 1}) {
+      const double a = At(shape, 1, i, j), b = At(shape, 2, i, j);
+      EXPECT_EQ(h.results[0].data_as<double>()[i * kCols + j], a * b + std::sqrt(a));
+    }
+  }
+}
+
+TEST(MemoryContractTest, Reduction) {
+  // Four chunks along the reduced axis: partial reduce and combine rounds.
+  // Fused, the partial reduce computes a * a strip by strip; unfused, it
+  // reads whole 50 MB blocks of the materialized a * a.
+  const Shape shape = {4 * kRows, kCols};
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    History h = RunTight(
+        [&](const Spec& budget) {
+          Spec spec = budget;
+          spec.fuse = fuse;
+          Array a = random::random(shape, {kRows, kCols}, 3, spec);
+          ReduceOptions two;
+          two.split_every = 2;
+          return std::vector<Array>{mean(a * a, {0}, two)};
+        },
+        fuse ? kCols * 8 : kChunkBytes);
+    ASSERT_EQ(h.results.size(), 1u);
+    ASSERT_EQ(h.results[0].shape(), Shape({kCols}));
+    for (Index j : {Index{0}, Index{4321}}) {
+      double s = 0;
+      for (Index i = 0; i < shape[0]; ++i) s += At(shape, 3, i, j) * At(shape, 3, i, j);
+      EXPECT_NEAR(h.results[0].data_as<double>()[j], s / shape[0], 1e-12);
+    }
+  }
+}
+
+TEST(MemoryContractTest, Matmul) {
+  const Shape as = {250000, 50}, bs = {50, 8};  // a: two 50 MB chunks
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array a = random::random(as, {125000, 50}, 4, spec);
+        Array b = random::random(bs, {25, 8}, 5, spec);
+        return std::vector<Array>{matmul(a, b)};
+      },
+      125000 * 25 * 8);  // a's blocks rechunked along k to b's 25 rows
+  ASSERT_EQ(h.results.size(), 1u);
+  ASSERT_EQ(h.results[0].shape(), Shape({250000, 8}));
+  for (Index i : {Index{0}, Index{125000}, Index{249999}}) {
+    double want = 0;
+    for (Index p = 0; p < 50; ++p) want += At(as, 4, i, p) * At(bs, 5, p, 3);
+    EXPECT_NEAR(h.results[0].data_as<double>()[i * 8 + 3], want, 1e-12);
+  }
+}
+
+TEST(MemoryContractTest, Concat) {
+  const Shape shape = {kRows, kCols};
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array a = random::random(shape, {kRows, kCols}, 6, spec);
+        Array b = random::random(shape, {kRows, kCols}, 7, spec);
+        return std::vector<Array>{concat({a, b}, 0)};
+      },
+      kChunkBytes);
+  ASSERT_EQ(h.results.size(), 1u);
+  ASSERT_EQ(h.results[0].shape(), Shape({2 * kRows, kCols}));
+  EXPECT_EQ(h.results[0].data_as<double>()[5], At(shape, 6, 0, 5));
+  EXPECT_EQ(h.results[0].data_as<double>()[kRows * kCols + 5], At(shape, 7, 0, 5));
+  EXPECT_EQ(h.results[0].data_as<double>()[2 * kRows * kCols - 1],
+            At(shape, 7, kRows - 1, kCols - 1));
+}
+
+TEST(MemoryContractTest, Take) {
+  const Shape shape = {3 * kRows, kCols};  // three 50 MB blocks along axis 0
+  const std::vector<Index> indices = {3 * kRows - 1, 2, kRows + 7, 2, 2 * kRows};
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array x = random::random(shape, {kRows, kCols}, 8, spec);
+        return std::vector<Array>{take(x, indices, 0)};
+      },
+      kChunkBytes);
+  ASSERT_EQ(h.results.size(), 1u);
+  ASSERT_EQ(h.results[0].shape(), Shape({5, kCols}));
+  for (size_t t = 0; t < indices.size(); ++t) {
+    for (Index j : {Index{0}, Index{17}, kCols - 1}) {
+      EXPECT_EQ(h.results[0].data_as<double>()[t * kCols + j], At(shape, 8, indices[t], j));
+    }
+  }
+}
+
+TEST(MemoryContractTest, GroupbyReduce) {
+  // Mean per group of columns (two 50 MB blocks along the grouped axis).
+  const Shape shape = {kRows, 2 * kCols};
+  const Index kGroups = 40;
+  std::vector<int64_t> labels(shape[1]);
+  for (Index p = 0; p < shape[1]; ++p) labels[p] = (p * 7) % 43 < kGroups ? (p * 7) % 43 : -1;
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array x = random::random(shape, {kRows, kCols}, 9, spec);
+        return std::vector<Array>{groupby_reduce(x, labels, 1, ReduceOp::kMean, kGroups)};
+      },
+      kChunkBytes);
+  ASSERT_EQ(h.results.size(), 1u);
+  ASSERT_EQ(h.results[0].shape(), Shape({kRows, kGroups}));
+  for (Index i : {Index{0}, kRows - 1}) {
+    std::vector<double> sum(kGroups, 0), count(kGroups, 0);
+    for (Index p = 0; p < shape[1]; ++p) {
+      if (labels[p] < 0) continue;
+      sum[labels[p]] += At(shape, 9, i, p);
+      count[labels[p]] += 1;
+    }
+    for (Index g = 0; g < kGroups; ++g) {
+      EXPECT_NEAR(h.results[0].data_as<double>()[i * kGroups + g], sum[g] / count[g], 1e-12);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata

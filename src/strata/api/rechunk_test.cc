@@ -1,0 +1,357 @@
+// Rechunk through every tier: correctness on chunk-independent data, the
+// memory contract, where intermediates go (and that they are gone after), and
+// interrupted runs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "strata/api/test_util.h"
+#include "strata/base/temp_dir.h"
+#include "strata/core/synthetic.h"
+#include "strata/plan/rechunk_plan.h"
+#include "strata/storage/zarr/zarr_array.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::RecordingCallback;
+
+// Files (not directories) under `dir`, and their total bytes.
+int64_t FileBytes(const std::string& dir, int64_t* files = nullptr) {
+  int64_t total = 0, count = 0;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) {
+      total += static_cast<int64_t>(e.file_size());
+      ++count;
+    }
+  }
+  if (files) *files = count;
+  return total;
+}
+
+// Every file under `dir` with its contents, for "untouched" checks.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out[e.path().string()] = ss.str();
+  }
+  return out;
+}
+
+Shape RandomChunks(const Shape& shape, std::mt19937& rng) {
+  Shape c(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    std::uniform_int_distribution<Index> d(1, shape[i]);
+    c[i] = d(rng);
+  }
+  return c;
+}
+
+// Writes synthetic data of `shape` in `chunks` to a Zarr array at `path`.
+void WriteSource(const std::string& path, const Shape& shape, const Shape& chunks, uint64_t seed) {
+  Spec spec;
+  spec.allowed_mem = "400MB";
+  Result<NDArray> r = compute(to_zarr(random::random(shape, chunks, seed, spec), path));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+TEST(RechunkPlanTest, SingleStageIoOpsCountsPieces) {
+  // Chunks of 2 copied into chunks of 3 over 6 elements: [0,2) [2,3) [3,4) [4,6).
+  EXPECT_EQ(SingleStageIoOps({6}, {2}, {3}), 4);
+  EXPECT_EQ(SingleStageIoOps({6, 4}, {2, 4}, {3, 1}), 16);
+  EXPECT_EQ(SingleStageIoOps({7}, {7}, {7}), 1);
+  EXPECT_EQ(ExchangePieces({10000, 10000}, {10000, 1000}, {1000, 10000}), 100);
+}
+
+TEST(RechunkPlanTest, ConsolidateGrowsLastAxisFirstWithinMemory) {
+  Result<Shape> c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 10 * 50);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, (Shape{10, 50}));
+  c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 100 * 100);
+  EXPECT_EQ(*c, (Shape{100, 100}));
+  c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 100 * 100, {20, 30});
+  EXPECT_EQ(*c, (Shape{20, 30}));
+  EXPECT_FALSE(ConsolidateChunks({100}, {100}, 8, 100).ok());
+}
+
+TEST(RechunkPlanTest, SeedIsOneStageAndEra5IsMultistageAndFast) {
+  Result<MultistagePlan> seed =
+      PlanMultistage({10000, 10000}, {10000, 1000}, {1000, 10000}, 8, 4'000'000, 80'000'000);
+  ASSERT_TRUE(seed.ok()) << seed.status().ToString();
+  EXPECT_EQ(seed->stages.size(), 1u) << seed->reason;
+
+  // Cubed's ERA5 case: 350640 x 721 x 1440 float32, (31, 721, 1440) -> (350640, 10, 10).
+  auto start = std::chrono::steady_clock::now();
+  Result<MultistagePlan> era5 = PlanMultistage({350640, 721, 1440}, {31, 721, 1440},
+                                               {350640, 10, 10}, 4, 2'000'000'000 / 4 / 20,
+                                               2'000'000'000 / 4);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(era5.ok()) << era5.status().ToString();
+  EXPECT_GT(era5->stages.size(), 1u) << era5->reason;
+  EXPECT_LT(seconds, 1.0);
+  for (const RechunkStage& s : era5->stages) {
+    EXPECT_LE(4 * NumElements(s.intermediate), 2'000'000'000 / 4);
+  }
+  // The whole plan of the rechunk, disk tier forced, from metadata alone: no
+  // chunk of the source exists.
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/era5.zarr");
+  std::ofstream(dir.path() + "/era5.zarr/.zarray")
+      << R"({"zarr_format": 2, "shape": [350640, 721, 1440], "chunks": [31, 721, 1440],
+             "dtype": "<f4", "compressor": null, "fill_value": 0, "order": "C",
+             "filters": null})";
+  Spec spec;
+  spec.allowed_mem = "2.5GB";
+  spec.tier = TierChoice::kDisk;
+  spec.work_dir = dir.path() + "/work";
+  start = std::chrono::steady_clock::now();
+  Result<std::shared_ptr<const Plan>> p = plan(
+      {to_zarr(from_zarr(dir.path() + "/era5.zarr", spec).rechunk({350640, 10, 10}),
+               dir.path() + "/out.zarr")});
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  int exchanges = 0;
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.node->kind != NodeKind::kExchange) continue;
+    ++exchanges;
+    if (!op.consumers.empty()) EXPECT_EQ(op.tier, Tier::kDisk);
+    EXPECT_LE(op.projected_mem, 2'500'000'000);
+  }
+  EXPECT_GT(exchanges, 1) << (*p)->ToText();
+  EXPECT_LT(seconds, 1.0) << "planning took " << seconds << " s";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out.zarr"));
+}
+
+struct TierCase {
+  TierChoice tier;
+  const char* name;
+};
+
+class RechunkTierTest : public ::testing::TestWithParam<TierCase> {};
+
+TEST_P(RechunkTierTest, RandomShapesAndChunkingsMatchDirectGeneration) {
+  std::mt19937 rng(1234 + static_cast<int>(GetParam().tier));
+  TempDir dir;
+  for (int trial = 0; trial < 12; ++trial) {
+    const int rank = 1 + trial % 4;
+    Shape shape(rank);
+    for (int i = 0; i < rank; ++i) {
+      std::uniform_int_distribution<Index> d(1, rank <= 2 ? 40 : 12);
+      shape[i] = d(rng);
+    }
+    Shape from = RandomChunks(shape, rng), to = RandomChunks(shape, rng);
+    SCOPED_TRACE(fmt::format("shape {} chunks {} -> {}", ShapeToString(shape), ShapeToString(from),
+                             ShapeToString(to)));
+    const std::string src = fmt::format("{}/src{}.zarr", dir.path(), trial);
+    WriteSource(src, shape, from, trial);
+    auto before = Snapshot(src);
+    Spec spec;
+    spec.allowed_mem = "16MB";
+    spec.reserved_mem = "1MB";
+    spec.workers = 2;
+    spec.tier = GetParam().tier;
+    spec.work_dir = dir.path() + "/work";
+    const std::string dst = fmt::format("{}/dst{}.zarr", dir.path(), trial);
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Array b = from_zarr(src, spec).rechunk(to);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    Result<NDArray> r = compute(to_zarr(b, dst), options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    rec->ExpectWithinBudget();
+    // Against the same data generated directly in the target chunking.
+    Result<NDArray> got = compute(from_zarr(dst, spec));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    Result<std::shared_ptr<ZarrArray>> z = ZarrArray::Open(OpenStoreUrl(dst, false)->store, "");
+    ASSERT_TRUE(z.ok());
+    EXPECT_EQ((*z)->metadata().chunk_shape, to);
+    NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+    FillSynthetic(want.view(), Box::FromShape(shape), shape, trial);
+    ASSERT_EQ(got->nbytes(), want.nbytes());
+    EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+    EXPECT_EQ(Snapshot(src), before) << "the source changed";
+    EXPECT_EQ(FileBytes(spec.work_dir), 0) << "intermediates left behind";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, RechunkTierTest,
+                         ::testing::Values(TierCase{TierChoice::kMemory, "memory"},
+                                           TierCase{TierChoice::kDisk, "disk"},
+                                           TierCase{TierChoice::kSpill, "spill"},
+                                           TierCase{TierChoice::kAuto, "auto"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The tier each case uses is the one asked for, and the bytes written match.
+TEST(RechunkTest, TiersWriteWhatTheySay) {
+  TempDir dir;
+  const Shape shape = {200, 300};
+  WriteSource(dir.path() + "/src.zarr", shape, {200, 30}, 7);
+  for (TierChoice tier : {TierChoice::kMemory, TierChoice::kSpill, TierChoice::kDisk}) {
+    Spec spec;
+    spec.allowed_mem = "16MB";
+    spec.reserved_mem = "1MB";
+    spec.workers = 2;
+    spec.tier = tier;
+    spec.work_dir = dir.path() + "/work";
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Array b = from_zarr(dir.path() + "/src.zarr", spec).rechunk({20, 300});
+    Result<std::shared_ptr<const Plan>> p = plan({b});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    Result<NDArray> r = compute(b, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const int64_t written = rec->summary.intermediate_bytes_written;
+    const int64_t bytes = 200 * 300 * 8;
+    SCOPED_TRACE((*p)->ToText());
+    if (tier == TierChoice::kMemory) {
+      EXPECT_EQ(written, 0);
+    } else if (tier == TierChoice::kSpill) {
+      EXPECT_GT(written, 0);
+      EXPECT_LT(written, bytes);  // only the excess
+    } else {
+      EXPECT_GE(written, bytes);
+    }
+    EXPECT_EQ(FileBytes(spec.work_dir), 0);
+  }
+}
+
+// Cubed #502's seed case: 10000 x 10000 float64, (10000, 1000) -> (1000, 10000),
+// allowed_mem 400MB. With the default total_system_mem it runs in RAM and
+// writes nothing but the output; with total_system_mem 600MB it goes through
+// disk or spill and its measured peak stays under 600MB.
+TEST(RechunkTest, SeedCaseTiersAndMemory) {
+  TempDir dir;
+  const Shape shape = {10000, 10000};
+  WriteSource(dir.path() + "/src.zarr", shape, {10000, 1000}, 42);
+  for (const char* total : {"", "600MB"}) {
+    SCOPED_TRACE(total);
+    Spec spec;
+    spec.allowed_mem = "400MB";
+    spec.workers = 2;
+    spec.work_dir = dir.path() + "/work";
+    if (*total) spec.total_system_mem = total;
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    const std::string dst = dir.path() + "/dst.zarr";
+    std::filesystem::remove_all(dst);
+    Array b = to_zarr(from_zarr(dir.path() + "/src.zarr", spec).rechunk({1000, 10000}), dst);
+    Result<std::shared_ptr<const Plan>> p = plan({b});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    std::string text = (*p)->ToText();
+    Result<NDArray> r = compute(b, options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    rec->ExpectWithinBudget();
+    if (!*total) {
+      EXPECT_NE(text.find("fits in RAM"), std::string::npos) << text;
+      EXPECT_EQ(rec->summary.intermediate_bytes_written, 0) << text;
+    } else {
+      EXPECT_EQ(text.find("fits in RAM"), std::string::npos) << text;
+      EXPECT_GT(rec->summary.intermediate_bytes_written, 0) << text;
+      EXPECT_LE(rec->summary.peak_pool_bytes, 600'000'000) << text;
+    }
+    EXPECT_EQ(FileBytes(spec.work_dir), 0);
+    // Spot-check the output against direct generation.
+    Result<NDArray> rows = compute(getitem(from_zarr(dst, spec), {Slice{4000, 4001}, Slice{}}));
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, {1, 10000});
+    FillSynthetic(want.view(), Box({4000, 0}, {1, 10000}), shape, 42);
+    EXPECT_EQ(std::memcmp(rows->data(), want.data(), want.nbytes()), 0);
+  }
+}
+
+TEST(RechunkTest, InterruptedRechunkLeavesNothingBehindAndResumes) {
+  TempDir dir;
+  const Shape shape = {300, 200};
+  WriteSource(dir.path() + "/src.zarr", shape, {300, 20}, 5);
+  auto before = Snapshot(dir.path() + "/src.zarr");
+  for (TierChoice tier : {TierChoice::kMemory, TierChoice::kSpill, TierChoice::kDisk}) {
+    Spec spec;
+    spec.allowed_mem = "16MB";
+    spec.reserved_mem = "1MB";
+    spec.workers = 2;
+    spec.tier = tier;
+    spec.work_dir = dir.path() + "/work";
+    const std::string dst = dir.path() + "/dst.zarr";
+    std::filesystem::remove_all(dst);
+    ComputeOptions options;
+    options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int) {
+      if (op.node->kind == NodeKind::kStore && block[0] == 7) return DataLossError("injected");
+      return Status::Ok();
+    };
+    Array b = from_zarr(dir.path() + "/src.zarr", spec).rechunk({30, 200});
+    Result<NDArray> r = compute(to_zarr(b, dst), options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_TRUE(std::filesystem::exists(dst + "/.strata-incomplete"));
+    EXPECT_FALSE(std::filesystem::exists(dst + "/.zarray"));
+    EXPECT_EQ(FileBytes(spec.work_dir), 0) << "intermediates left behind";
+    EXPECT_EQ(Snapshot(dir.path() + "/src.zarr"), before);
+    Result<NDArray> again = compute(to_zarr(b, dst));
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(std::filesystem::exists(dst + "/.zarray"));
+    Result<NDArray> got = compute(from_zarr(dst, spec));
+    NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+    FillSynthetic(want.view(), Box::FromShape(shape), shape, 5);
+    EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+  }
+}
+
+TEST(RechunkTest, VirtualSourcesAreRegriddedWithoutMovingData) {
+  Spec spec;
+  spec.allowed_mem = "16MB";
+  spec.reserved_mem = "1MB";
+  Array a = random::random({50, 60}, {50, 6}, 3, spec).rechunk({5, 60});
+  Result<std::shared_ptr<const Plan>> p = plan({a});
+  ASSERT_TRUE(p.ok());
+  for (const PlannedOp& op : (*p)->ops()) EXPECT_NE(op.node->kind, NodeKind::kExchange);
+  Result<NDArray> r = compute(a);
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, {50, 60});
+  const Shape shape = {50, 60};
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 3);
+  EXPECT_EQ(std::memcmp(r->data(), want.data(), want.nbytes()), 0);
+}
+
+TEST(RechunkTest, ForcedDiskRunsTheMultistagePlan) {
+  // Skinny chunks on both sides that consolidation cannot grow much, so that
+  // one stage would cut the array into pieces smaller than min_mem.
+  TempDir dir;
+  const Shape shape = {16384, 64};
+  WriteSource(dir.path() + "/src.zarr", shape, {16384, 1}, 9);
+  Spec spec;
+  spec.allowed_mem = "2MB";
+  spec.reserved_mem = "1MB";
+  spec.tier = TierChoice::kDisk;
+  spec.work_dir = dir.path() + "/work";
+  Array b = from_zarr(dir.path() + "/src.zarr", spec).rechunk({1, 64});
+  Result<std::shared_ptr<const Plan>> p = plan({b});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  int exchanges = 0;
+  for (const PlannedOp& op : (*p)->ops()) exchanges += op.node->kind == NodeKind::kExchange;
+  EXPECT_GT(exchanges, 1) << (*p)->ToText();
+  Result<NDArray> r = compute(b);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 9);
+  EXPECT_EQ(std::memcmp(r->data(), want.data(), want.nbytes()), 0);
+  EXPECT_EQ(FileBytes(spec.work_dir), 0);
+}
+
+}  // namespace
+}  // namespace strata

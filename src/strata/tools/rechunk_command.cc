@@ -1,0 +1,117 @@
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "strata/base/byte_size.h"
+#include "strata/base/temp_dir.h"
+#include "strata/storage/zarr/zarr_array.h"
+#include "strata/strata.h"
+#include "strata/tools/commands.h"
+
+namespace strata {
+namespace {
+
+Result<Spec> SpecFrom(const RechunkOptions& o) {
+  Spec spec;
+  spec.allowed_mem = o.allowed_mem;
+  if (!o.reserved_mem.empty()) spec.reserved_mem = o.reserved_mem;
+  if (!o.total_system_mem.empty()) spec.total_system_mem = o.total_system_mem;
+  spec.work_dir = o.work_dir;
+  spec.workers = o.workers;
+  STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
+  STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
+  STRATA_RETURN_IF_ERROR(ResolveSpec(spec).status());
+  return spec;
+}
+
+void PrintPlan(const Plan& plan, bool json) {
+  std::string text = json ? plan.ToJson() + "\n" : plan.ToText();
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Writes array metadata (no chunks) for a source described on the command
+// line, so that a plan can be made with no data anywhere.
+Status WriteMetadataOnly(const std::string& dir, const RechunkOptions& o) {
+  ArrayMetadata m;
+  m.zarr_format = ZarrFormat::kV2;
+  m.shape = o.shape;
+  m.chunk_shape = o.source_chunks;
+  m.encoding.dtype = o.dtype;
+  m.encoding.bytes_codecs = DefaultCodecs();
+  m.fill_value = ZeroFillValue(o.dtype);
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(dir, /*create=*/true));
+  ZarrArray::CreateOptions create;
+  create.deferred_metadata = false;
+  return ZarrArray::Create(at.store, at.prefix, m, create).status();
+}
+
+}  // namespace
+
+Status RunRechunk(const RechunkOptions& o) {
+  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(o));
+  std::unique_ptr<TempDir> scratch;
+  std::string src = o.src;
+  if (src.empty()) {
+    if (!o.plan_only) return InvalidArgumentError("rechunk needs SRC");
+    scratch = std::make_unique<TempDir>("strata-plan");
+    src = scratch->path() + "/source.zarr";
+    STRATA_RETURN_IF_ERROR(WriteMetadataOnly(src, o));
+  }
+  // The source's metadata decides the defaults of DST (as strata copy does).
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(src, /*create=*/false));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> source, ZarrArray::Open(at.store, at.prefix));
+  const ArrayMetadata& sm = source->metadata();
+  if (o.chunks.size() != sm.shape.size()) {
+    return InvalidArgumentError(fmt::format("--chunks {} does not match the rank of {} ({})",
+                                            ShapeToString(o.chunks), src,
+                                            ShapeToString(sm.shape)));
+  }
+  Array x = from_zarr(src, spec);
+  Array y = x.rechunk(o.chunks);
+  if (!y.ok()) return y.status();
+  ToZarrOptions to;
+  to.zarr_format = o.zarr_format.value_or(sm.zarr_format);
+  std::vector<BytesCodecSpec> codecs = o.codecs.value_or(sm.encoding.bytes_codecs);
+  if (to.zarr_format != sm.zarr_format && !o.codecs) codecs = DefaultCodecs();
+  to.no_compression = codecs.empty();
+  to.codecs = codecs;
+  to.overwrite = o.overwrite;
+  Array out = o.plan_only ? y : to_zarr(y, o.dst, to);
+  if (!out.ok()) return out.status();
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan({out}));
+  if (o.plan_only) {
+    PrintPlan(*p, o.json);
+    return Status::Ok();
+  }
+  if (!o.quiet) PrintPlan(*p, /*json=*/false);
+  ComputeOptions options;
+  std::shared_ptr<HistoryCallback> history;
+  if (!o.history.empty()) {
+    history = std::make_shared<HistoryCallback>(o.history);
+    STRATA_RETURN_IF_ERROR(history->status());
+    options.callbacks.push_back(history);
+  }
+  if (!o.quiet) options.callbacks.push_back(std::make_shared<ProgressCallback>());
+  struct Summary : Callback {
+    void OnComputeEnd(const Plan&, const Status&, const ComputeSummary& s) override { summary = s; }
+    ComputeSummary summary;
+  };
+  auto summary = std::make_shared<Summary>();
+  options.callbacks.push_back(summary);
+  STRATA_RETURN_IF_ERROR(Execute(*p, options).status());
+  if (!o.quiet) {
+    const ComputeSummary& s = summary->summary;
+    fmt::print("rechunked {} -> {}: {} tasks in {:.2f} s; peak memory {}; intermediates: {} "
+               "written to disk, peak {} in RAM\n",
+               o.src, o.dst, s.tasks, s.seconds, FormatBytes(s.peak_pool_bytes),
+               FormatBytes(s.intermediate_bytes_written),
+               FormatBytes(s.peak_resident_intermediate_bytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata
