@@ -26,9 +26,9 @@ class Strata:
     def __init__(self, path):
         self.path = path
 
-    def __call__(self, *args, check=True):
+    def __call__(self, *args, check=True, env=None):
         proc = subprocess.run([self.path, *map(str, args)], capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env=env)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"strata {' '.join(map(str, args))} exited {proc.returncode}\n"

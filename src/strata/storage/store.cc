@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "strata/storage/s3_store.h"
+
 namespace strata {
 
 Status ValidateKey(std::string_view key) {
@@ -61,13 +63,19 @@ Result<StoreAndPrefix> OpenStoreUrl(std::string_view url, bool create) {
     if (!prefix.empty()) STRATA_RETURN_IF_ERROR(ValidateKey(prefix));
     return StoreAndPrefix{std::make_shared<MemoryStore>(), prefix};
   }
+  if (url.rfind("s3://", 0) == 0) {
+    // Buckets are never created here; a prefix needs no creating.
+    STRATA_ASSIGN_OR_RETURN(S3Store::Options options, S3Store::ParseUrl(url));
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<S3Store> store, S3Store::Open(std::move(options)));
+    return StoreAndPrefix{std::move(store), ""};
+  }
   std::string_view path = url;
   if (path.rfind("file://", 0) == 0) path.remove_prefix(7);
   size_t scheme = path.find("://");
   if (scheme != std::string_view::npos) {
     return InvalidArgumentError(
-        fmt::format("unsupported URL scheme '{}' in '{}' (expected a local path, file:// or "
-                    "memory://)",
+        fmt::format("unsupported URL scheme '{}' in '{}' (expected a local path, file://, "
+                    "memory:// or s3://)",
                     path.substr(0, scheme), url));
   }
   LocalStore::Options options;

@@ -5,8 +5,8 @@
 // NUL is refused with InvalidArgument, so no key can reach outside the store.
 //
 // Implementations: LocalStore (a directory), MemoryStore (a map; tests and
-// scratch), and later ShmStore and S3Store. All run one conformance suite
-// (store_test_util.h).
+// scratch), S3Store (an S3 bucket; s3_store.h), and later ShmStore. All run
+// one conformance suite (store_test_util.h).
 //
 // Thread-safety: every method of every implementation is safe to call
 // concurrently. Writes of one key are atomic: a reader sees the old value or
@@ -149,9 +149,11 @@ class MemoryStore : public Store {
 };
 
 // Opens the store for a URL or path: "memory://" (a new MemoryStore), a local
-// path or "file://path" (a LocalStore; created when `create`). Later: s3://.
-// Returns the store and the key prefix within it (empty for local paths, whose
-// store is rooted at the path itself).
+// path or "file://path" (a LocalStore; created when `create`), or
+// "s3://bucket/prefix[?endpoint=...&region=...]" (an S3Store rooted at the
+// prefix; see S3Store::ParseUrl; the bucket must exist whatever `create`).
+// Returns the store and the key prefix within it (empty for local paths and
+// S3 URLs, whose store is rooted at the path itself).
 struct StoreAndPrefix {
   std::shared_ptr<Store> store;
   std::string prefix;
