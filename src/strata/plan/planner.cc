@@ -113,7 +113,11 @@ class MemoryModel {
       const Node& in = *node.inputs[0];
       const PlannedOp& in_op = ops_[index_.at(&in)];
       int64_t staged = 0;
-      if (!(in_op.materialized && in_op.index != root)) staged = Obtain(in, root).peak;
+      if (!(in_op.materialized && in_op.index != root)) {
+        staged = Obtain(in, root).peak;
+      } else if (in_op.tier == Tier::kObject) {
+        staged = in.max_block_bytes();  // one ranged GET at a time
+      }
       return {block + staged, block};
     }
     if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
@@ -371,12 +375,8 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     }
   }
 
-  // 3. Memory projection.
-  for (PlannedOp& op : ops) {
-    if (op.materialized) op.projected_mem = model.Project(op.index);
-  }
-
-  // 4. Tiers. Capacity for intermediates in RAM: what is left of
+  // 3. Tiers (before the projection: reading the object tier stages a
+  // block). Capacity for intermediates in RAM: what is left of
   // total_system_mem after every worker runs a task at its budget and the
   // results are held.
   for (const PlannedOp& op : ops) {
@@ -433,6 +433,11 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     }
   }
 
+  // 4. Memory projection.
+  for (PlannedOp& op : ops) {
+    if (op.materialized) op.projected_mem = model.Project(op.index);
+  }
+
   plan->index_ = index;
 
   // 5. Check.
@@ -470,7 +475,9 @@ std::string Plan::ToText() const {
     if (op.fused_into >= 0) notes = fmt::format("fused into {}", ops_[op.fused_into].node->name);
     if (!op.fused_names.empty()) notes = fmt::format("computes {}", fmt::join(op.fused_names, ", "));
     if (op.is_output) notes += notes.empty() ? "returned" : "; returned";
-    if (n.kind == NodeKind::kStore && n.target) notes += fmt::format("writes {}", n.target->url());
+    if (n.kind == NodeKind::kStore && n.target) {
+      notes += (notes.empty() ? "" : "; ") + fmt::format("writes {}", n.target->url());
+    }
     if (!n.note.empty()) notes += (notes.empty() ? "" : "; ") + n.note;
     out += fmt::format("{:<10} {:<16} {:<10} {:<18} {:<18} {:>7} {:>10}  {:<7} {}\n", n.name,
                        n.op_name, NodeKindName(n.kind), ShapeToString(n.shape), n.grid.ToString(),

@@ -80,7 +80,10 @@ Status RunRechunk(const RechunkOptions& o) {
   to.no_compression = codecs.empty();
   to.codecs = codecs;
   to.overwrite = o.overwrite;
-  Array out = o.plan_only ? y : to_zarr(y, o.dst, to);
+  // `strata plan` shows the plan of writing the result (nothing is written:
+  // to_zarr only creates its array when a compute starts).
+  if (o.plan_only && !scratch) scratch = std::make_unique<TempDir>("strata-plan");
+  Array out = to_zarr(y, o.plan_only ? scratch->path() + "/target.zarr" : o.dst, to);
   if (!out.ok()) return out.status();
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan({out}));
   if (o.plan_only) {

@@ -1,0 +1,54 @@
+// ObjectIntermediateStore: the object tier. Blocks of an intermediate are
+// objects under a prefix of any Store (in practice an S3Store rooted at
+// Spec::object_store_url), as raw C-order bytes of the exact block shape.
+// Each object is DELETEd when its block's last reader finishes, and
+// Cleanup() removes whatever is left, so a bucket needs no lifecycle rule.
+//
+// GetRegion asks for the one byte range that spans the region (a single GET)
+// into a staging buffer of at most one block, then copies the region out:
+// per-run range requests would cost one round trip per row. The planner
+// counts that staging buffer in the projection of tasks that read this tier.
+//
+// Thread-safety: every method is safe to call concurrently.
+#ifndef STRATA_RUNTIME_OBJECT_TIER_H_
+#define STRATA_RUNTIME_OBJECT_TIER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "strata/runtime/intermediate_store.h"
+#include "strata/storage/store.h"
+
+namespace strata {
+
+class ObjectIntermediateStore : public IntermediateStore {
+ public:
+  // Blocks go to `store` under `prefix` (e.g. "strata-run-123/array-004").
+  // Staging buffers of GetRegion come from `scratch`.
+  ObjectIntermediateStore(std::shared_ptr<Store> store, std::string prefix, ChunkGrid grid,
+                          DType dtype, std::shared_ptr<MemoryPool> scratch);
+  ~ObjectIntermediateStore() override;
+  Status Put(std::span<const Index> block, NDArray data) override;
+  Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
+                                             MemoryPool& pool) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status Erase(std::span<const Index> block) override;
+  int64_t resident_bytes() const override { return 0; }
+  int64_t bytes_written() const override { return bytes_written_.load(); }
+  Status Cleanup() override;
+
+ private:
+  std::string Key(std::span<const Index> block) const;
+
+  std::shared_ptr<Store> store_;
+  std::string prefix_;
+  ChunkGrid grid_;
+  DType dtype_;
+  std::shared_ptr<MemoryPool> scratch_;
+  std::atomic<int64_t> bytes_written_{0};
+};
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_OBJECT_TIER_H_
