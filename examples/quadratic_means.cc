@@ -1,7 +1,8 @@
 // quadratic_means: Cubed's standard benchmark, written as a user would.
 //
 //   quadratic_means U.zarr V.zarr OUT.zarr [--allowed-mem SIZE] [--workers N]
-//                   [--work-dir DIR] [--history FILE]
+//                   [--executor inline|threads|processes] [--work-dir DIR]
+//                   [--history FILE]
 //
 // For u, v of shape (t, y, x) it writes to OUT a Zarr v2 array of shape
 // (3, y, x) stacking mean(u^2), mean(v^2) and mean(u*v) over axis 0, and
@@ -21,7 +22,7 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "quadratic_means: error: %s\n"
                "usage: quadratic_means U.zarr V.zarr OUT.zarr [--allowed-mem SIZE] [--workers N] "
-               "[--work-dir DIR] [--history FILE]\n",
+               "[--executor inline|threads|processes] [--work-dir DIR] [--history FILE]\n",
                why);
   return 2;
 }
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
       const char* v = value();
       if (!v || std::atoi(v) < 1) return Usage("--workers needs a positive number");
       spec.workers = std::atoi(v);
+    } else if (arg == "--executor") {
+      const char* v = value();
+      if (!v) return Usage("--executor needs inline, threads or processes");
+      strata::Result<strata::ExecutorKind> kind = strata::ParseExecutor(v);
+      if (!kind.ok()) return Usage(std::string(kind.status().message()).c_str());
+      spec.executor = *kind;
     } else if (arg == "--work-dir") {
       const char* v = value();
       if (!v) return Usage("--work-dir needs a directory");

@@ -178,3 +178,34 @@ def test_server_stopped_during_a_copy(strata, tmp_path):
         assert server.endpoint in lines[0] and "after 4 attempts" in lines[0], lines[0]
     finally:
         server.stop()
+
+
+def test_rechunk_s3_to_s3_through_the_object_tier(strata, s3, tmp_path):
+    """Intermediates forced into the bucket: correct output, none left behind."""
+    env = s3.env()
+    src = f"s3://{BUCKET}/rk/src.zarr"
+    dst = f"s3://{BUCKET}/rk/dst.zarr"
+    strata("random", src, "--shape", "60,40", "--chunks", "60,4", "--seed", "11", env=env)
+    out = strata("rechunk", src, dst, "--chunks", "6,40", "--tier", "object",
+                 "--tier-object", f"s3://{BUCKET}/rk-tmp", "--allowed-mem", "8MB",
+                 "--reserved-mem", "1MB", "--work-dir", tmp_path / "work", env=env)
+    assert "object tier forced" in out.stdout, out.stdout
+    assert "intermediates: 0 B" not in out.stdout, out.stdout  # they did go to the bucket
+    want = tmp_path / "want.zarr"
+    strata("random", want, "--shape", "60,40", "--chunks", "6,40", "--seed", "11", env=env)
+    strata("verify", dst, want, env=env)
+    # No intermediate object is left under the tier prefix.
+    left = [p for p in _list_keys(s3, "rk-tmp/")]
+    assert left == [], left
+
+
+def _list_keys(s3, prefix):
+    """Keys under `prefix` in the bucket, read from s3rver's data directory."""
+    root = os.path.join(s3.dir, BUCKET)
+    keys = []
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
+            if rel.startswith(prefix.rstrip("/")):
+                keys.append(rel)
+    return keys

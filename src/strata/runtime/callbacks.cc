@@ -64,6 +64,7 @@ void HistoryCallback::OnTaskEnd(const TaskEndEvent& e) {
                       {"measured_peak", e.measured_peak},
                       {"attempts", e.attempts},
                       {"worker", e.worker}};
+  if (e.worker_rss > 0) j["worker_rss"] = e.worker_rss;
   fmt::print(file_, "{}\n", j.dump());
 }
 

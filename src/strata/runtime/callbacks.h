@@ -31,6 +31,7 @@ struct TaskEndEvent {
   double end_seconds = 0;
   int64_t projected_mem = 0;
   int64_t measured_peak = 0;  // peak of the task's MemoryPool
+  int64_t worker_rss = 0;     // processes executor: the worker's resident set after the task
   int attempts = 1;
   int worker = 0;
 };

@@ -1,12 +1,22 @@
 #include "strata/runtime/executor.h"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -16,6 +26,8 @@
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/object_tier.h"
+#include "strata/runtime/shm_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {
@@ -24,14 +36,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A block in hand inside a task: a view plus whatever keeps it alive.
-struct Held {
-  ConstArrayView view;
-  std::shared_ptr<const void> keepalive;
-};
+using Held = BlockView;
 
 struct Task {
   int op = -1;
-  Index block = 0;  // linear index in the op's grid
+  Index block = 0;   // linear index in the op's grid
+  int attempts = 0;  // attempts already spent by workers that died (processes)
+};
+
+// What one successful attempt of a task measured, where it ran.
+struct TaskFigures {
+  double start_seconds = 0;
+  double end_seconds = 0;
+  int64_t measured_peak = 0;
+  int64_t worker_rss = 0;
 };
 
 // Per-task state: its pool, the materialized blocks it already fetched, and
@@ -39,9 +57,80 @@ struct Task {
 struct TaskFrame {
   int root = -1;
   std::shared_ptr<MemoryPool> pool;
-  std::map<std::pair<int, Shape>, std::shared_ptr<const NDArray>> fetched;
+  std::map<std::pair<int, Shape>, Held> fetched;
   std::map<std::pair<const Node*, Shape>, Held> stream_leaves;
 };
+
+// The processes executor's messages between a proxy thread and its worker
+// process (fixed size, over a socketpair).
+struct WireRequest {
+  int32_t op = -1;
+  int32_t attempt = 0;
+  int64_t block = 0;
+};
+
+struct WireReply {
+  int32_t code = 0;  // StatusCode
+  int32_t pad = 0;
+  double start_seconds = 0;
+  double end_seconds = 0;
+  int64_t measured_peak = 0;     // the task's MemoryPool
+  int64_t disk_bytes = 0;        // written to disk tiers (and memory-tier fallback files)
+  int64_t worker_rss = 0;        // the worker's resident set after the task
+  int64_t worker_pool_peak = 0;  // peak of the worker's compute pool so far
+  char message[2048] = {};
+};
+
+// One worker process of the processes executor, as the coordinator sees it.
+struct WorkerProcess {
+  pid_t pid = -1;
+  int fd = -1;  // the coordinator's end of the socketpair
+  bool alive = false;
+  int64_t pool_peak = 0;
+};
+
+bool WriteFully(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// False on EOF or error (the peer is gone).
+bool ReadFully(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+int64_t CurrentRss() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * ::sysconf(_SC_PAGESIZE) : 0;
+}
+
+std::string DescribeExit(int wstatus) {
+  if (WIFSIGNALED(wstatus)) {
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(wstatus),
+                       ::strsignal(WTERMSIG(wstatus)));
+  }
+  if (WIFEXITED(wstatus)) return fmt::format("exited with status {}", WEXITSTATUS(wstatus));
+  return "died";
+}
 
 class Execution {
  public:
@@ -59,6 +148,7 @@ class Execution {
     bool cursor = false;     // true for such ops
     bool started = false;
     std::unique_ptr<IntermediateStore> tier;
+    std::vector<int16_t> producer;  // worker that produced each block (processes)
   };
 
   struct ReadyCompare {
@@ -78,9 +168,25 @@ class Execution {
   // Chooses the run directory under work_dir; creates it when `create`.
   Status MakeRunDir(bool create);
   void WorkerLoop(int worker);
-  bool PickLocked(Task* task);
-  Status RunTask(const Task& task, int worker, int attempt);
+  bool PickLocked(int worker, Task* task);
+  // Input blocks of `task` that `worker` produced (locality).
+  int64_t LocalInputsLocked(const Task& task, int worker) const;
+  // Runs one attempt of a task here (in a thread, or in a worker process).
+  Status RunTask(const Task& task, int attempt, TaskFigures* figures);
+  void NotifyTaskEnd(const Task& task, int worker, int attempt, const TaskFigures& figures);
+  Status WithTaskContext(const Task& task, Status s, int attempts) const;
   Status RunWithRetries(const Task& task, int worker, int* attempts);
+
+  // The processes executor. Worker processes are forked before any thread
+  // starts; each runs ChildMain. The proxy thread of worker `w` sends it
+  // tasks (RunRemote); a worker that dies sets *died and is not replaced.
+  bool processes() const { return spec_.executor == ExecutorKind::kProcesses; }
+  Status PrepareProcesses();
+  Status StartWorkerProcesses(int count);
+  [[noreturn]] void ChildMain(int fd);
+  Status RunRemote(const Task& task, int worker, int* attempts, bool* died);
+  void StopWorkerProcesses();
+  int64_t TierBytesWritten() const;
   // Bookkeeping after a task succeeded; returns blocks to erase (outside the lock).
   void CompleteLocked(const Task& task, std::vector<std::pair<int, Shape>>& erase,
                       std::vector<int>& finished_ops);
@@ -120,8 +226,25 @@ class Execution {
   bool made_run_dir_ = false;
   bool created_work_dir_ = false;
   std::shared_ptr<RamBudget> ram_budget_;
+  // The object tier's store (Spec::object_store_url) and this run's prefix.
+  std::shared_ptr<Store> object_store_;
+  std::string object_prefix_;
   std::vector<std::optional<NDArray>> results_;
+  // Where each output slot's blocks are written (into results_, or for the
+  // processes executor into result_map_, shared with the workers).
+  std::vector<ArrayView> result_views_;
   std::vector<int> cursor_ops_;
+
+  // Processes executor state (the coordinator's; children use only shm_ and
+  // result_map_ besides the plan and tiers).
+  std::unique_ptr<ShmStore> shm_;
+  std::byte* result_map_ = nullptr;  // MAP_SHARED; unmapped by Run
+  size_t result_map_size_ = 0;
+  std::vector<WorkerProcess> procs_;
+  int live_workers_ = 0;
+  pid_t coordinator_pid_ = 0;
+  int64_t worker_disk_bytes_ = 0;  // reported by workers (under mu_)
+  std::string last_death_;         // the last worker death, for the error (under mu_)
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -145,12 +268,18 @@ Status Execution::Prepare() {
   const auto& ops = plan_.ops();
   // Results.
   results_.resize(plan_.outputs().size());
-  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
-    const PlannedOp& op = ops[plan_.outputs()[slot]];
-    if (op.node->kind == NodeKind::kStore) continue;
-    STRATA_ASSIGN_OR_RETURN(NDArray a,
-                            NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
-    results_[slot] = std::move(a);
+  result_views_.resize(plan_.outputs().size());
+  if (processes()) {
+    STRATA_RETURN_IF_ERROR(PrepareProcesses());
+  } else {
+    for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+      const PlannedOp& op = ops[plan_.outputs()[slot]];
+      if (op.node->kind == NodeKind::kStore) continue;
+      STRATA_ASSIGN_OR_RETURN(NDArray a,
+                              NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
+      result_views_[slot] = a.view();
+      results_[slot] = std::move(a);
+    }
   }
   // Store targets are created now, after the plan was accepted.
   for (const PlannedOp& op : ops) {
@@ -164,7 +293,11 @@ Status Execution::Prepare() {
     OpState& s = state_[op.index];
     if (!op.materialized) continue;
     tasks_remaining_ += op.num_tasks();
-    if (op.tier == Tier::kMemory) {
+    if (op.tier == Tier::kMemory && shm_) {
+      s.tier = std::make_unique<ShmIntermediateStore>(
+          op.node->name, op.index, op.node->grid, op.node->dtype, shm_.get(),
+          fmt::format("{}/{}-spill", run_dir_, op.node->name));
+    } else if (op.tier == Tier::kMemory) {
       STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
       s.tier = std::make_unique<MemoryIntermediateStore>(
           op.node->name, op.node->dtype, tier_pool_, ram_budget_,
@@ -175,9 +308,19 @@ Status Execution::Prepare() {
           s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, op.node->name),
                                                 op.node->grid, op.node->dtype));
     } else if (op.tier == Tier::kObject) {
-      return UnimplementedError("the object tier is not available yet");
+      STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
+      if (!object_store_) {
+        STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at,
+                                OpenStoreUrl(spec_.object_store_url, /*create=*/true));
+        object_store_ = std::move(at.store);
+        object_prefix_ = JoinKey(at.prefix, std::filesystem::path(run_dir_).filename().string());
+      }
+      s.tier = std::make_unique<ObjectIntermediateStore>(
+          object_store_, JoinKey(object_prefix_, op.node->name), op.node->grid, op.node->dtype,
+          root_pool_->NewChild({"object tier reads", 0}));
     }
     if (op.tier != Tier::kNone) s.refs.assign(op.num_tasks(), -1);
+    if (op.tier != Tier::kNone && processes()) s.producer.assign(op.num_tasks(), -1);
   }
   // Readiness: ops without dependencies hand out blocks in order; the others
   // count, per task, the dependency blocks it must wait for.
@@ -226,7 +369,22 @@ Status Execution::MakeRunDir(bool create) {
   return Status::Ok();
 }
 
-bool Execution::PickLocked(Task* task) {
+int64_t Execution::LocalInputsLocked(const Task& task, int worker) const {
+  const PlannedOp& op = plan_.ops()[task.op];
+  Shape block = Unravel(op, task.block);
+  int64_t local = 0;
+  for (const Dependency& d : op.dependencies) {
+    const OpState& ps = state_[d.producer];
+    if (ps.producer.empty()) continue;
+    const Shape& grid = plan_.ops()[d.producer].node->grid.grid_shape();
+    ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+      if (ps.producer[LinearIndex(k, grid)] == worker) ++local;
+    });
+  }
+  return local;
+}
+
+bool Execution::PickLocked(int worker, Task* task) {
   // Best candidate: the ready heap's top or the next block of a cursor op.
   bool have = false;
   Task best;
@@ -245,9 +403,33 @@ bool Execution::PickLocked(Task* task) {
     }
   }
   if (!have) return false;
+  // Locality (processes): among the first few ready tasks of the best depth,
+  // prefer the one with most inputs produced by this worker.
+  constexpr size_t kLocalityWindow = 8;
+  std::vector<Task> window;
+  if (best_cursor < 0 && processes() && live_workers_ > 1) {
+    const int depth = plan_.ops()[best.op].depth;
+    while (!ready_.empty() && window.size() < kLocalityWindow &&
+           plan_.ops()[ready_.top().op].depth == depth) {
+      window.push_back(ready_.top());
+      ready_.pop();
+    }
+    size_t chosen = 0;
+    int64_t most = 0;
+    for (size_t i = 0; i < window.size(); ++i) {
+      int64_t local = LocalInputsLocked(window[i], worker);
+      if (local > most) {
+        most = local;
+        chosen = i;
+      }
+    }
+    std::swap(window[0], window[chosen]);
+    best = window[0];
+  }
   const int64_t projected = plan_.ops()[best.op].projected_mem;
   if (running_ > 0 &&
       running_projected_ + projected + resident_.load() > spec_.total_system_mem) {
+    for (const Task& t : window) ready_.push(t);
     return false;  // wait for memory to be released
   }
   if (best_cursor >= 0) {
@@ -255,8 +437,10 @@ bool Execution::PickLocked(Task* task) {
     if (++s.next_block >= plan_.ops()[best_cursor].num_tasks()) {
       cursor_ops_.erase(std::find(cursor_ops_.begin(), cursor_ops_.end(), best_cursor));
     }
-  } else {
+  } else if (window.empty()) {
     ready_.pop();
+  } else {
+    for (size_t i = 1; i < window.size(); ++i) ready_.push(window[i]);
   }
   *task = best;
   return true;
@@ -340,10 +524,10 @@ Result<Held> Execution::Obtain(const Node& node, std::span<const Index> block, T
         return InternalError(fmt::format("{} has no tier to read block {} from", node.name,
                                          BlockName(block)));
       }
-      STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data, s.tier->Get(block, *frame.pool));
-      it = frame.fetched.emplace(std::move(key), std::move(data)).first;
+      STRATA_ASSIGN_OR_RETURN(Held held, s.tier->View(block, *frame.pool));
+      it = frame.fetched.emplace(std::move(key), std::move(held)).first;
     }
-    return Held{it->second->view(), it->second};
+    return it->second;
   }
   STRATA_ASSIGN_OR_RETURN(NDArray a, ComputeBlock(node, block, frame));
   auto shared = std::make_shared<const NDArray>(std::move(a));
@@ -444,7 +628,7 @@ Status Execution::RegionOf(const Node& node, std::span<const Index> block, const
   return node.region_fn(views, out);
 }
 
-Status Execution::RunTask(const Task& task, int worker, int attempt) {
+Status Execution::RunTask(const Task& task, int attempt, TaskFigures* figures) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
   Shape block = Unravel(op, task.block);
@@ -463,7 +647,7 @@ Status Execution::RunTask(const Task& task, int worker, int attempt) {
     frame.fetched.clear();  // inputs are no longer needed
     if (op.output_slot >= 0) {
       Box box = node.grid.BlockBox(block);
-      CopyArray(out.view(), results_[op.output_slot]->view().Slice(box));
+      CopyArray(out.view(), result_views_[op.output_slot].Slice(box));
     }
     if (op.tier != Tier::kNone) {
       IntermediateStore& tier = *state_[task.op].tier;
@@ -473,32 +657,47 @@ Status Execution::RunTask(const Task& task, int worker, int attempt) {
     }
   }
   auto t1 = Clock::now();
-  TaskEndEvent event;
-  event.op = &op;
-  event.op_name = op.node->op_name;
-  event.block = block;
-  event.start_seconds = Seconds(t0);
-  event.end_seconds = Seconds(t1);
-  event.projected_mem = op.projected_mem;
-  event.measured_peak = frame.pool->peak_bytes();
-  event.attempts = attempt;
-  event.worker = worker;
-  Notify([&](Callback& cb) { cb.OnTaskEnd(event); });
+  figures->start_seconds = Seconds(t0);
+  figures->end_seconds = Seconds(t1);
+  figures->measured_peak = frame.pool->peak_bytes();
   return Status::Ok();
 }
 
-Status Execution::RunWithRetries(const Task& task, int worker, int* attempts) {
+void Execution::NotifyTaskEnd(const Task& task, int worker, int attempt,
+                              const TaskFigures& figures) {
   const PlannedOp& op = plan_.ops()[task.op];
+  TaskEndEvent event;
+  event.op = &op;
+  event.op_name = op.node->op_name;
+  event.block = Unravel(op, task.block);
+  event.start_seconds = figures.start_seconds;
+  event.end_seconds = figures.end_seconds;
+  event.projected_mem = op.projected_mem;
+  event.measured_peak = figures.measured_peak;
+  event.worker_rss = figures.worker_rss;
+  event.attempts = attempt;
+  event.worker = worker;
+  Notify([&](Callback& cb) { cb.OnTaskEnd(event); });
+}
+
+Status Execution::WithTaskContext(const Task& task, Status s, int attempts) const {
+  const PlannedOp& op = plan_.ops()[task.op];
+  Shape block = Unravel(op, task.block);
+  std::string tries = attempts > 1 ? fmt::format(" after {} attempts", attempts) : "";
+  return s.WithContext(fmt::format("task {} of {} ({}){}", BlockName(block), op.node->op_name,
+                                   op.node->name, tries));
+}
+
+Status Execution::RunWithRetries(const Task& task, int worker, int* attempts) {
   for (int attempt = 1;; ++attempt) {
     *attempts = attempt;
-    Status s = RunTask(task, worker, attempt);
-    if (s.ok()) return s;
-    if (!IsRetryable(s) || attempt > spec_.retries) {
-      Shape block = Unravel(op, task.block);
-      std::string tries = attempt > 1 ? fmt::format(" after {} attempts", attempt) : "";
-      return s.WithContext(fmt::format("task {} of {} ({}){}", BlockName(block), op.node->op_name,
-                                       op.node->name, tries));
+    TaskFigures figures;
+    Status s = RunTask(task, attempt, &figures);
+    if (s.ok()) {
+      NotifyTaskEnd(task, worker, attempt, figures);
+      return s;
     }
+    if (!IsRetryable(s) || attempt > spec_.retries) return WithTaskContext(task, s, attempt);
     std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
   }
 }
@@ -549,7 +748,7 @@ void Execution::WorkerLoop(int worker) {
   while (true) {
     if (!fatal_.ok() || tasks_remaining_ == 0) break;
     Task task;
-    if (!PickLocked(&task)) {
+    if (!PickLocked(worker, &task)) {
       if (running_ == 0 && ready_.empty() && cursor_ops_.empty()) {
         fatal_ = InternalError(fmt::format(
             "scheduler stalled with {} tasks left and none ready", tasks_remaining_));
@@ -567,17 +766,38 @@ void Execution::WorkerLoop(int worker) {
     lock.unlock();
     if (first) Notify([&](Callback& cb) { cb.OnOpStart(op); });
     int attempts = 0;
-    Status s = RunWithRetries(task, worker, &attempts);
+    bool died = false;
+    Status s = processes() ? RunRemote(task, worker, &attempts, &died)
+                           : RunWithRetries(task, worker, &attempts);
     std::vector<std::pair<int, Shape>> erase;
     std::vector<int> finished;
     lock.lock();
     --running_;
     running_projected_ -= op.projected_mem;
+    if (died) {
+      // This worker is gone: its task goes back to the queue for another
+      // (an attempt spent), unless it has used up its retries.
+      --live_workers_;
+      if (s.ok()) {
+        ready_.push(Task{task.op, task.block, attempts});
+      } else if (fatal_.ok()) {
+        fatal_ = s;
+      }
+      if (live_workers_ == 0 && fatal_.ok() && tasks_remaining_ > 0) {
+        fatal_ = UnavailableError(
+            fmt::format("all {} worker processes died with {} tasks left; the last one {}",
+                        spec_.workers, tasks_remaining_, last_death_));
+      }
+      cv_.notify_all();
+      break;
+    }
     if (!s.ok()) {
       if (fatal_.ok()) fatal_ = s;
       cv_.notify_all();
       continue;
     }
+    if (processes() && op.tier != Tier::kNone) state_[task.op].producer[task.block] = worker;
+    if (shm_) resident_ = shm_->used();
     CompleteLocked(task, erase, finished);
     lock.unlock();
     Status post;
@@ -585,7 +805,11 @@ void Execution::WorkerLoop(int worker) {
       IntermediateStore& tier = *state_[op_index].tier;
       int64_t before = tier.resident_bytes();
       Status e = tier.Erase(block);
-      resident_ -= before - tier.resident_bytes();
+      if (shm_) {
+        resident_ = shm_->used();
+      } else {
+        resident_ -= before - tier.resident_bytes();
+      }
       if (!e.ok() && post.ok()) post = e;
     }
     for (int f : finished) {
@@ -601,6 +825,204 @@ void Execution::WorkerLoop(int worker) {
   }
 }
 
+Status Execution::PrepareProcesses() {
+  const auto& ops = plan_.ops();
+  // Results: in one shared mapping the workers write their blocks into; the
+  // coordinator copies them out at the end. (An array requested twice is
+  // computed once, into its first slot.)
+  std::vector<size_t> offsets(plan_.outputs().size(), 0);
+  size_t total = 0;
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = ops[plan_.outputs()[slot]];
+    if (op.node->kind == NodeKind::kStore || op.output_slot != static_cast<int>(slot)) continue;
+    offsets[slot] = total;
+    total += (static_cast<size_t>(op.node->nbytes()) + 63) / 64 * 64;
+  }
+  if (total > 0) {
+    void* map = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+      return ErrnoToStatus(errno, fmt::format("mapping {} of shared memory for the results",
+                                              FormatBytes(static_cast<int64_t>(total))));
+    }
+    result_map_ = static_cast<std::byte*>(map);
+    result_map_size_ = total;
+  }
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = ops[plan_.outputs()[slot]];
+    if (op.node->kind == NodeKind::kStore || op.output_slot != static_cast<int>(slot)) continue;
+    result_views_[slot] =
+        ArrayView::Contiguous(result_map_ + offsets[slot], op.node->dtype, op.node->shape);
+  }
+  // The memory tier: one ShmStore for every memory-tier op, spilling (only
+  // what does not fit, as the threads memory tier does) under the run dir.
+  int64_t blocks = 0;
+  bool any = false;
+  for (const PlannedOp& op : ops) {
+    if (op.materialized && op.tier == Tier::kMemory) {
+      any = true;
+      blocks += op.num_tasks();
+    }
+  }
+  if (!any) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/true));
+  ShmStoreOptions options;
+  options.name = "memory tier";
+  options.max_objects = static_cast<int32_t>(std::clamp<int64_t>(blocks, 1024, 1 << 18));
+  // Objects take whole pages: room for each one's last partial page.
+  options.capacity = std::max<int64_t>(
+      plan_.ram_tier_capacity() + 4096 * std::min<int64_t>(blocks, options.max_objects),
+      int64_t{1} << 20);
+  options.spill_dir = run_dir_;
+  options.high_water = 1.0;
+  options.low_water = 1.0;
+  STRATA_ASSIGN_OR_RETURN(shm_, ShmStore::Create(options));
+  return Status::Ok();
+}
+
+Status Execution::StartWorkerProcesses(int count) {
+  coordinator_pid_ = ::getpid();
+  std::vector<std::array<int, 2>> pairs(count, {-1, -1});
+  for (auto& pair : pairs) {
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair.data()) != 0) {
+      const int e = errno;
+      for (auto& q : pairs) {
+        for (int fd : q) {
+          if (fd >= 0) ::close(fd);
+        }
+      }
+      return ErrnoToStatus(e, "creating a socket pair for a worker process");
+    }
+  }
+  std::fflush(nullptr);  // or the children would flush the parent's buffered output again
+  procs_.resize(count);
+  Status status;
+  for (int w = 0; w < count; ++w) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      for (int v = 0; v < count; ++v) {
+        if (procs_[v].fd >= 0) ::close(procs_[v].fd);
+        for (int fd : pairs[v]) {
+          if (fd >= 0 && fd != pairs[w][1]) ::close(fd);
+        }
+      }
+      ChildMain(pairs[w][1]);
+    }
+    if (pid < 0) {
+      status = ErrnoToStatus(errno, fmt::format("forking worker process {}", w));
+      break;
+    }
+    procs_[w] = WorkerProcess{pid, pairs[w][0], true, 0};
+    pairs[w][0] = -1;
+    ++live_workers_;
+  }
+  for (auto& pair : pairs) {
+    for (int fd : pair) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  return status;
+}
+
+void Execution::ChildMain(int fd) {
+  // Die with the coordinator; never run its callbacks, lock its scheduler or
+  // run its destructors (hence _exit).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != coordinator_pid_) ::_exit(1);
+  while (true) {
+    WireRequest request;
+    if (!ReadFully(fd, &request, sizeof request)) ::_exit(0);
+    const Task task{request.op, request.block};
+    const int64_t written = TierBytesWritten();
+    TaskFigures figures;
+    Status s = RunTask(task, request.attempt, &figures);
+    WireReply reply;
+    reply.code = static_cast<int32_t>(s.code());
+    if (!s.ok()) {
+      std::string_view m = s.message();
+      std::memcpy(reply.message, m.data(), std::min(m.size(), sizeof reply.message - 1));
+    }
+    reply.start_seconds = figures.start_seconds;
+    reply.end_seconds = figures.end_seconds;
+    reply.measured_peak = figures.measured_peak;
+    reply.disk_bytes = TierBytesWritten() - written;
+    reply.worker_rss = CurrentRss();
+    reply.worker_pool_peak = root_pool_->peak_bytes();
+    if (!WriteFully(fd, &reply, sizeof reply)) ::_exit(0);
+  }
+}
+
+Status Execution::RunRemote(const Task& task, int worker, int* attempts, bool* died) {
+  WorkerProcess& proc = procs_[worker];
+  for (int attempt = task.attempts + 1;; ++attempt) {
+    *attempts = attempt;
+    const WireRequest request{task.op, attempt, task.block};
+    WireReply reply;
+    if (!WriteFully(proc.fd, &request, sizeof request) ||
+        !ReadFully(proc.fd, &reply, sizeof reply)) {
+      // The worker died: reap it and reclaim its pins and unsealed objects.
+      int wstatus = 0;
+      pid_t r;
+      do {
+        r = ::waitpid(proc.pid, &wstatus, 0);
+      } while (r < 0 && errno == EINTR);
+      ::close(proc.fd);
+      proc.fd = -1;
+      proc.alive = false;
+      std::string death = fmt::format("(worker {}, pid {}) {}", worker, proc.pid,
+                                      r == proc.pid ? DescribeExit(wstatus) : "vanished");
+      if (shm_) shm_->ReclaimProcess(proc.pid).IgnoreError();
+      {
+        std::lock_guard lock(mu_);
+        last_death_ = death;
+      }
+      *died = true;
+      if (attempt > spec_.retries) {
+        return WithTaskContext(
+            task, UnavailableError(fmt::format("worker process {} running it", death)), attempt);
+      }
+      return Status::Ok();  // the caller requeues it for another worker
+    }
+    {
+      std::lock_guard lock(mu_);
+      worker_disk_bytes_ += reply.disk_bytes;
+    }
+    proc.pool_peak = std::max(proc.pool_peak, reply.worker_pool_peak);
+    if (reply.code == 0) {
+      NotifyTaskEnd(task, worker, attempt,
+                    TaskFigures{reply.start_seconds, reply.end_seconds, reply.measured_peak,
+                                reply.worker_rss});
+      return Status::Ok();
+    }
+    Status s(static_cast<StatusCode>(reply.code),
+             std::string(reply.message, ::strnlen(reply.message, sizeof reply.message)));
+    if (!IsRetryable(s) || attempt > spec_.retries) return WithTaskContext(task, s, attempt);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+  }
+}
+
+void Execution::StopWorkerProcesses() {
+  // EOF on its socket makes an idle worker exit.
+  for (WorkerProcess& proc : procs_) {
+    if (proc.fd >= 0) ::close(proc.fd);
+    proc.fd = -1;
+  }
+  for (WorkerProcess& proc : procs_) {
+    if (proc.pid <= 0 || !proc.alive) continue;
+    int wstatus = 0;
+    while (::waitpid(proc.pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    proc.alive = false;
+  }
+}
+
+int64_t Execution::TierBytesWritten() const {
+  int64_t total = 0;
+  for (const OpState& s : state_) {
+    if (s.tier) total += s.tier->bytes_written();
+  }
+  return total;
+}
+
 Status Execution::Cleanup() {
   Status first;
   for (OpState& s : state_) {
@@ -610,6 +1032,7 @@ Status Execution::Cleanup() {
       s.tier.reset();
     }
   }
+  shm_.reset();  // removes its spill files
   if (!run_dir_.empty() && std::filesystem::exists(run_dir_)) {
     std::error_code ec;
     std::filesystem::remove_all(run_dir_, ec);
@@ -628,21 +1051,44 @@ Result<ComputeResult> Execution::Run() {
   Status status = Prepare();
   if (status.ok()) {
     const int workers = spec_.executor == ExecutorKind::kInline ? 1 : spec_.workers;
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
-    WorkerLoop(0);
-    for (auto& t : threads) t.join();
-    status = fatal_;
+    // Worker processes are forked here, after the plan and tiers exist and
+    // before any thread starts (they inherit both; forking a multithreaded
+    // process is unsafe).
+    if (processes()) status = StartWorkerProcesses(workers);
+    if (status.ok()) {
+      std::vector<std::thread> threads;
+      for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
+      WorkerLoop(0);
+      for (auto& t : threads) t.join();
+      status = fatal_;
+    }
+    if (processes()) StopWorkerProcesses();
   }
+  // Results of the processes executor: out of the shared mapping.
+  if (status.ok() && processes()) {
+    for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+      const PlannedOp& op = plan_.ops()[plan_.outputs()[slot]];
+      if (op.node->kind == NodeKind::kStore || op.output_slot != static_cast<int>(slot)) continue;
+      Result<NDArray> a = NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape);
+      if (!a.ok()) {
+        status = a.status().WithContext("copying the results");
+        break;
+      }
+      if (a->nbytes() > 0) CopyArray(result_views_[slot], a->view());
+      results_[slot] = std::move(a).value();
+    }
+  }
+  if (result_map_) ::munmap(result_map_, result_map_size_);
+  result_map_ = nullptr;
   ComputeSummary summary;
-  for (const OpState& s : state_) {
-    if (s.tier) summary.intermediate_bytes_written += s.tier->bytes_written();
-  }
+  summary.intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
+  if (shm_) summary.intermediate_bytes_written += shm_->stats().bytes_spilled;
   Status cleanup = Cleanup();
   if (status.ok()) status = cleanup;
   summary.seconds = Seconds(Clock::now());
   summary.tasks = plan_.total_tasks() - tasks_remaining_;
   summary.peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
+  for (const WorkerProcess& proc : procs_) summary.peak_pool_bytes += proc.pool_peak;
   summary.peak_resident_intermediate_bytes = peak_resident_;
   Notify([&](Callback& cb) { cb.OnComputeEnd(plan_, status, summary); });
   if (!status.ok()) return status;
@@ -664,7 +1110,7 @@ Result<ComputeResult> Execution::Run() {
 }  // namespace
 
 Result<ComputeResult> Execute(const Plan& plan, const ComputeOptions& options) {
-  if (plan.spec().executor == ExecutorKind::kProcesses || plan.spec().executor == ExecutorKind::kMpi) {
+  if (plan.spec().executor == ExecutorKind::kMpi) {
     return UnimplementedError(fmt::format("the '{}' executor is not available yet",
                                           ExecutorName(plan.spec().executor)));
   }

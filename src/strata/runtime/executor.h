@@ -1,4 +1,5 @@
-// Execute: runs a Plan chunk by chunk on the inline or threads executor.
+// Execute: runs a Plan chunk by chunk on the inline, threads or processes
+// executor.
 //
 // Scheduling is at chunk level with no barrier between ops: a task (op,
 // block) becomes ready the moment the blocks it reads exist. Readiness and
@@ -26,6 +27,27 @@
 // running ones finish) and is returned with the task named. Stores that did
 // not finish stay incomplete (see ZarrArray).
 //
+// Processes (spec.executor == kProcesses): after the plan's tiers exist and
+// before any thread starts, the calling process (the coordinator) forks
+// spec.workers worker processes, which inherit the plan, its closures and the
+// tiers. The coordinator keeps the scheduler above; one proxy thread per
+// worker sends it (op, block, attempt) over a socketpair and waits for a
+// fixed-size reply (status, times, the task pool's peak, bytes written to
+// disk, the worker's RSS). Workers run tasks exactly as threads do and never
+// call callbacks. Memory-tier intermediates live in one ShmStore created
+// before the fork (ShmIntermediateStore: readers get pinned zero-copy views);
+// disk-tier ones in files; results of compute() in a shared mapping the
+// workers write and the coordinator copies out at the end. No other chunk
+// data passes through the coordinator. A ready task prefers the worker that
+// produced its inputs. A worker that dies (kill -9, crash) is reaped, its
+// pins and unsealed objects reclaimed, and its task retried on another
+// worker (one attempt spent); workers are not replaced, and the compute fails
+// with Unavailable only when all of them are dead. Workers exit when the
+// compute ends (their socket closes) or their coordinator dies
+// (PR_SET_PDEATHSIG). The fork happens in the calling thread: other threads
+// of the caller's process must not hold locks the workers need (malloc's are
+// safe under glibc).
+//
 // Thread-safety: Execute may be called from any thread; it blocks until done.
 #ifndef STRATA_RUNTIME_EXECUTOR_H_
 #define STRATA_RUNTIME_EXECUTOR_H_
@@ -45,8 +67,9 @@ namespace strata {
 
 struct ComputeOptions {
   std::vector<std::shared_ptr<Callback>> callbacks;
-  // Test hook: called before every attempt of every task; a non-OK status
-  // fails that attempt (retryable or not, as the status says).
+  // Test hook: called before every attempt of every task (in the worker
+  // process for the processes executor); a non-OK status fails that attempt
+  // (retryable or not, as the status says).
   std::function<Status(const PlannedOp& op, std::span<const Index> block, int attempt)>
       fault_injector;
 };

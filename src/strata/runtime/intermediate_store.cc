@@ -2,10 +2,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
+
+#include "strata/runtime/shm_store.h"
 
 namespace strata {
 namespace {
@@ -47,7 +52,38 @@ Status ReadRegionFromFile(const std::string& path, const Shape& layout, const Bo
   return PreadRegion(fd.get(), layout, region, out, path);
 }
 
+// Maps the pages of [begin, end) of a shared mapping in one call instead of
+// one page fault per 4 KiB page (shared memory gets no transparent huge pages
+// on most systems, and faulting fresh shmem pages one by one runs at a small
+// fraction of memcpy speed). Best effort: older kernels lack the advice.
+void Prefault(const std::byte* begin, const std::byte* end, bool write) {
+#ifdef MADV_POPULATE_WRITE
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (end <= begin) return;
+  uintptr_t lo = reinterpret_cast<uintptr_t>(begin) & ~(page - 1);
+  uintptr_t hi = (reinterpret_cast<uintptr_t>(end) + page - 1) & ~(page - 1);
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#endif
+}
+
+// The bytes of `view` (a view into one contiguous block) lie in [first, last).
+std::pair<const std::byte*, const std::byte*> ByteRange(const ConstArrayView& view) {
+  const std::byte* first = view.data();
+  const std::byte* last = view.data();
+  for (int i = 0; i < view.rank(); ++i) {
+    if (view.shape()[i] == 0) return {first, first};
+    last += (view.shape()[i] - 1) * view.byte_strides()[i];
+  }
+  return {first, last + view.dtype().size()};
+}
+
 }  // namespace
+
+Result<BlockView> IntermediateStore::View(std::span<const Index> block, MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data, Get(block, pool));
+  ConstArrayView view = data->view();
+  return BlockView{view, std::move(data)};
+}
 
 bool RamBudget::TryReserve(int64_t bytes) {
   int64_t used = used_.load();
@@ -280,6 +316,138 @@ Status DiskIntermediateStore::Cleanup() {
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   if (ec) return ErrnoToStatus(ec.value(), fmt::format("removing {}", dir_));
+  return Status::Ok();
+}
+
+ShmIntermediateStore::ShmIntermediateStore(std::string name, int64_t array, ChunkGrid grid,
+                                           DType dtype, ShmStore* store, std::string fallback_dir)
+    : name_(std::move(name)),
+      array_(array),
+      grid_(std::move(grid)),
+      dtype_(dtype),
+      store_(store),
+      fallback_dir_(std::move(fallback_dir)) {}
+
+ShmIntermediateStore::~ShmIntermediateStore() = default;
+
+std::string ShmIntermediateStore::FallbackPath(std::span<const Index> block) const {
+  return fmt::format("{}/{}", fallback_dir_, block.empty() ? "0" : JoinIndices(block, '.'));
+}
+
+Status ShmIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+  const int64_t bytes = data.nbytes();
+  if (bytes == 0) return Status::Ok();  // nothing to keep: View makes an empty block
+  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
+  Result<std::span<std::byte>> created = store_->Create(id, bytes, ShmStore::kNoWait);
+  if (created.status().code() == StatusCode::kAlreadyExists) {
+    // A retried task produced the block again (its first attempt sealed it and
+    // then failed or died): keep the newer copy.
+    if (!store_->Delete(id).ok()) store_->Abort(id).IgnoreError();
+    created = store_->Create(id, bytes, ShmStore::kNoWait);
+  }
+  if (created.ok()) {
+    Prefault(created->data(), created->data() + bytes, /*write=*/true);
+    std::memcpy(created->data(), data.data(), static_cast<size_t>(bytes));
+    data = NDArray();  // free the task's copy before the seal may spill others
+    return store_->Seal(id).WithContext(fmt::format("block {} of {}", id.ToString(), name_));
+  }
+  if (created.status().code() != StatusCode::kResourceExhausted) {
+    return created.status().WithContext(
+        fmt::format("storing block {} of {}", JoinIndices(block, '.'), name_));
+  }
+  std::call_once(made_fallback_dir_, [this] {
+    std::error_code ec;
+    std::filesystem::create_directories(fallback_dir_, ec);
+    if (ec) {
+      fallback_dir_status_ = ErrnoToStatus(ec.value(), fmt::format("creating {}", fallback_dir_));
+    }
+  });
+  STRATA_RETURN_IF_ERROR(fallback_dir_status_);
+  STRATA_RETURN_IF_ERROR(WriteFile(FallbackPath(block), data.bytes()));
+  fallback_bytes_ += bytes;
+  return Status::Ok();
+}
+
+Result<BlockView> ShmIntermediateStore::View(std::span<const Index> block, MemoryPool& pool) {
+  const Shape shape = grid_.BlockShape(block);
+  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
+  if (NumElements(shape) > 0 && store_->Contains(id)) {
+    // Sealed: Get waits only when restoring a spilled object needs room.
+    Result<std::span<const std::byte>> bytes = store_->Get(id, std::chrono::minutes(5));
+    if (bytes.ok()) {
+      Prefault(bytes->data(), bytes->data() + bytes->size(), /*write=*/false);
+      ShmStore* store = store_;
+      // Keeps the pin until the last copy of the keepalive goes.
+      std::shared_ptr<const void> pin(
+          static_cast<const void*>(bytes->data()),
+          [store, id](const void*) { store->Release(id).IgnoreError(); });
+      return BlockView{ConstArrayView::Contiguous(bytes->data(), dtype_, shape), std::move(pin)};
+    }
+    if (bytes.status().code() != StatusCode::kDeadlineExceeded) {
+      return bytes.status().WithContext(
+          fmt::format("reading block {} of {}", JoinIndices(block, '.'), name_));
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, shape));
+  if (NumElements(shape) > 0) {
+    STRATA_RETURN_IF_ERROR(
+        ReadRegionFromFile(FallbackPath(block), shape, Box::FromShape(shape), a.view()));
+  }
+  auto data = std::make_shared<const NDArray>(std::move(a));
+  ConstArrayView view = data->view();
+  return BlockView{view, std::move(data)};
+}
+
+Result<std::shared_ptr<const NDArray>> ShmIntermediateStore::Get(std::span<const Index> block,
+                                                                 MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(BlockView v, View(block, pool));
+  STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(pool, v.view));
+  return std::make_shared<const NDArray>(std::move(copy));
+}
+
+Status ShmIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
+                                       const ArrayView& out) {
+  const Shape shape = grid_.BlockShape(block);
+  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
+  if (region.empty()) return Status::Ok();
+  if (store_->Contains(id)) {
+    Result<std::span<const std::byte>> bytes = store_->Get(id, std::chrono::minutes(5));
+    if (bytes.ok()) {
+      ConstArrayView part = ConstArrayView::Contiguous(bytes->data(), dtype_, shape).Slice(region);
+      auto [first, last] = ByteRange(part);
+      Prefault(first, last, /*write=*/false);
+      CopyArray(part, out);
+      return store_->Release(id);
+    }
+    if (bytes.status().code() != StatusCode::kDeadlineExceeded) {
+      return bytes.status().WithContext(
+          fmt::format("reading block {} of {}", JoinIndices(block, '.'), name_));
+    }
+  }
+  return ReadRegionFromFile(FallbackPath(block), shape, region, out);
+}
+
+Status ShmIntermediateStore::Erase(std::span<const Index> block) {
+  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
+  Status s = store_->Delete(id);
+  if (s.ok()) return s;
+  if (s.code() != StatusCode::kNotFound) return s;
+  const std::string path = FallbackPath(block);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoToStatus(errno, fmt::format("removing {}", path));
+  }
+  return Status::Ok();
+}
+
+int64_t ShmIntermediateStore::resident_bytes() const { return store_->used(); }
+
+Status ShmIntermediateStore::Cleanup() {
+  for (Index b = 0; b < grid_.num_blocks(); ++b) {
+    const ObjectId id{array_, b};
+    if (store_->Contains(id)) store_->Delete(id).IgnoreError();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(fallback_dir_, ec);
   return Status::Ok();
 }
 

@@ -11,6 +11,11 @@
 //   DiskIntermediateStore    blocks go to uncompressed files under a run
 //                            directory in work_dir: raw C-order bytes of the
 //                            exact block shape, named by Zarr v2 chunk keys.
+//   ShmIntermediateStore     blocks are objects of a ShmStore shared by the
+//                            worker processes of the `processes` executor;
+//                            readers get pinned zero-copy views. The store
+//                            spills to disk on its own; a block that finds no
+//                            room at all (everything pinned) goes to a file.
 //
 // GetRegion reads part of a block straight into the caller's buffer (a
 // rechunk gathers slices): from RAM it is a copy, from a file it is one pread
@@ -38,6 +43,15 @@
 
 namespace strata {
 
+class ShmStore;
+
+// A block in hand: a view plus whatever keeps its memory alive (an NDArray,
+// or a pin on a shared-memory object released when the last copy goes).
+struct BlockView {
+  ConstArrayView view;
+  std::shared_ptr<const void> keepalive;
+};
+
 class IntermediateStore {
  public:
   virtual ~IntermediateStore() = default;
@@ -46,6 +60,9 @@ class IntermediateStore {
   // The block, for reading; buffers come from `pool` when it must be read.
   virtual Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                                      MemoryPool& pool) = 0;
+  // The block for reading without a copy where the tier allows it (default:
+  // Get).
+  virtual Result<BlockView> View(std::span<const Index> block, MemoryPool& pool);
   // `region` (in the block's coordinates) of the block, into `out`.
   virtual Status GetRegion(std::span<const Index> block, const Box& region,
                            const ArrayView& out) = 0;
@@ -146,6 +163,53 @@ class DiskIntermediateStore : public IntermediateStore {
   DType dtype_;
   std::shared_ptr<LocalStore> store_;
   std::atomic<int64_t> bytes_written_{0};
+};
+
+// The memory tier of the `processes` executor. One ShmStore holds the blocks
+// of every memory-tier op of a compute; this store names op `array`'s blocks
+// ObjectId{array, linear block}. Put copies the block into a new object and
+// seals it; View pins the object and returns a view of the shared memory
+// (the pin is released when the last keepalive goes); Erase deletes it
+// (deferred by the store while pinned). Bytes that the ShmStore spills are
+// counted by its stats, not by bytes_written().
+//
+// The object is created without waiting: when the ShmStore can make no room
+// (all of it pinned or being written, or the object table full), the block is
+// written to a file under `fallback_dir` instead, so that a task never waits
+// on other tasks for memory. Readers find it there when the object is absent.
+//
+// Works from any process sharing the ShmStore (the executor forks its workers
+// after creating it). resident_bytes() is the whole ShmStore's usage, shared
+// by every op's store; bytes_written() counts fallback files written by this
+// process. Thread-safety: every method is safe to call concurrently.
+class ShmIntermediateStore : public IntermediateStore {
+ public:
+  // `store` must outlive this object.
+  ShmIntermediateStore(std::string name, int64_t array, ChunkGrid grid, DType dtype,
+                       ShmStore* store, std::string fallback_dir);
+  ~ShmIntermediateStore() override;
+  Status Put(std::span<const Index> block, NDArray data) override;
+  Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
+                                             MemoryPool& pool) override;
+  Result<BlockView> View(std::span<const Index> block, MemoryPool& pool) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status Erase(std::span<const Index> block) override;
+  int64_t resident_bytes() const override;
+  int64_t bytes_written() const override { return fallback_bytes_.load(); }
+  Status Cleanup() override;
+
+ private:
+  std::string FallbackPath(std::span<const Index> block) const;
+
+  std::string name_;
+  int64_t array_;
+  ChunkGrid grid_;
+  DType dtype_;
+  ShmStore* store_;  // not owned
+  std::string fallback_dir_;
+  std::once_flag made_fallback_dir_;
+  Status fallback_dir_status_;
+  std::atomic<int64_t> fallback_bytes_{0};
 };
 
 }  // namespace strata

@@ -68,6 +68,7 @@ struct RechunkOptions {
   std::string work_dir;
   std::string executor = "threads";
   std::string tier = "auto";
+  std::string object_store_url;  // --tier-object
   int workers = 1;
   std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
   std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's

@@ -102,11 +102,17 @@ int Main(int argc, char** argv) {
     sub->add_option("--reserved-mem", rk.reserved_mem, "Memory a task needs before any chunk");
     sub->add_option("--total-system-mem", rk.total_system_mem,
                     "Memory for all tasks and RAM intermediates (default 80% of RAM)");
-    sub->add_option("--workers", rk.workers, "Worker threads")->capture_default_str();
-    sub->add_option("--executor", rk.executor, "inline or threads")->capture_default_str();
+    sub->add_option("--workers", rk.workers, "Worker threads or processes")
+        ->capture_default_str();
+    sub->add_option("--executor", rk.executor,
+                    "inline, threads, or processes (worker processes sharing chunks through "
+                    "shared memory)")
+        ->capture_default_str();
     sub->add_option("--tier", rk.tier, "Where intermediates go: auto, memory, spill, disk, object")
         ->capture_default_str();
     sub->add_option("--work-dir", rk.work_dir, "Directory for disk intermediates and spill");
+    sub->add_option("--tier-object", rk.object_store_url,
+                    "Object-store prefix for the object tier, e.g. s3://bucket/tmp");
   };
   CLI::App* rechunk = app.add_subcommand(
       "rechunk", "Rewrite SRC with new chunks into DST, intermediates in the fastest tier that fits");

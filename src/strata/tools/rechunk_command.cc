@@ -20,6 +20,7 @@ Result<Spec> SpecFrom(const RechunkOptions& o) {
   if (!o.reserved_mem.empty()) spec.reserved_mem = o.reserved_mem;
   if (!o.total_system_mem.empty()) spec.total_system_mem = o.total_system_mem;
   spec.work_dir = o.work_dir;
+  spec.object_store_url = o.object_store_url;
   spec.workers = o.workers;
   STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
   STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
@@ -109,7 +110,7 @@ Status RunRechunk(const RechunkOptions& o) {
   if (!o.quiet) {
     const ComputeSummary& s = summary->summary;
     fmt::print("rechunked {} -> {}: {} tasks in {:.2f} s; peak memory {}; intermediates: {} "
-               "written to disk, peak {} in RAM\n",
+               "written to disk or object storage, peak {} in RAM\n",
                o.src, o.dst, s.tasks, s.seconds, FormatBytes(s.peak_pool_bytes),
                FormatBytes(s.intermediate_bytes_written),
                FormatBytes(s.peak_resident_intermediate_bytes));

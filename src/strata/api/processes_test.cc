@@ -1,0 +1,340 @@
+// The processes executor against the threads executor: identical output bytes
+// for rechunks through every tier and for engine computations, the memory
+// contract, worker crashes (kill -9 mid-run), and nothing left behind in
+// /dev/shm or work_dir.
+//
+// A binary of its own (see CMakeLists.txt): the executor forks, which must
+// happen with no threads of other tests around.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "strata/api/test_util.h"
+#include "strata/base/temp_dir.h"
+#include "strata/core/synthetic.h"
+#include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/shm_store.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::RecordingCallback;
+
+// Relative path -> contents of every file under `dir`.
+std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out[std::filesystem::relative(e.path(), dir).string()] = ss.str();
+  }
+  return out;
+}
+
+std::set<std::string> DevShm() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    names.insert(e.path().filename().string());
+  }
+  return names;
+}
+
+// Nothing under `work_dir` (it may not exist at all).
+void ExpectEmptyWorkDir(const std::string& work_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(work_dir, ec)) return;
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(work_dir)) {
+    left.push_back(e.path().string());
+  }
+  EXPECT_TRUE(left.empty()) << "left behind: " << fmt::format("{}", fmt::join(left, ", "));
+}
+
+Spec MakeSpec(ExecutorKind executor, TierChoice tier, const std::string& work_dir) {
+  Spec spec;
+  spec.allowed_mem = "16MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = 2;
+  spec.executor = executor;
+  spec.tier = tier;
+  spec.work_dir = work_dir;
+  return spec;
+}
+
+struct TierCase {
+  TierChoice tier;
+  const char* name;
+};
+
+class ProcessesTierTest : public ::testing::TestWithParam<TierCase> {};
+
+// Random rechunks of Zarr arrays: the processes executor writes the same
+// files as the threads executor, within the memory contract, leaving nothing.
+TEST_P(ProcessesTierTest, RechunkWritesSameBytesAsThreads) {
+  std::mt19937 rng(99 + static_cast<int>(GetParam().tier));
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  for (int trial = 0; trial < 6; ++trial) {
+    const int rank = 1 + trial % 3;
+    Shape shape(rank);
+    for (int i = 0; i < rank; ++i) shape[i] = std::uniform_int_distribution<Index>(1, 30)(rng);
+    Shape from(rank), to(rank);
+    for (int i = 0; i < rank; ++i) {
+      from[i] = std::uniform_int_distribution<Index>(1, shape[i])(rng);
+      to[i] = std::uniform_int_distribution<Index>(1, shape[i])(rng);
+    }
+    SCOPED_TRACE(fmt::format("shape {} chunks {} -> {}", ShapeToString(shape), ShapeToString(from),
+                             ShapeToString(to)));
+    const std::string src = fmt::format("{}/src{}.zarr", dir.path(), trial);
+    Spec source_spec;
+    ASSERT_TRUE(compute(to_zarr(random::random(shape, from, trial, source_spec), src)).ok());
+    std::map<std::string, std::string> outputs[2];
+    for (int e = 0; e < 2; ++e) {
+      const ExecutorKind kind = e == 0 ? ExecutorKind::kThreads : ExecutorKind::kProcesses;
+      Spec spec = MakeSpec(kind, GetParam().tier, dir.path() + "/work");
+      const std::string dst = fmt::format("{}/dst{}-{}.zarr", dir.path(), trial, e);
+      auto rec = std::make_shared<RecordingCallback>();
+      ComputeOptions options;
+      options.callbacks.push_back(rec);
+      Result<NDArray> r = compute(to_zarr(from_zarr(src, spec).rechunk(to), dst), options);
+      ASSERT_TRUE(r.ok()) << ExecutorName(kind) << ": " << r.status().ToString();
+      rec->ExpectWithinBudget();
+      outputs[e] = Snapshot(dst);
+      ExpectEmptyWorkDir(spec.work_dir);
+    }
+    EXPECT_FALSE(outputs[0].empty());
+    EXPECT_EQ(outputs[0], outputs[1]) << "processes wrote other bytes than threads";
+  }
+  EXPECT_EQ(DevShm(), shm_before);
+}
+
+// A computed array rechunked (its blocks are an intermediate in the tier)
+// and reduced, returned by compute(): the same bytes on both executors. With
+// the spill tier half of the intermediate goes to disk.
+TEST_P(ProcessesTierTest, IntermediatesThroughTierMatchThreads) {
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  NDArray results[2][2];
+  int64_t written[2] = {0, 0};
+  for (int e = 0; e < 2; ++e) {
+    const ExecutorKind kind = e == 0 ? ExecutorKind::kThreads : ExecutorKind::kProcesses;
+    Spec spec = MakeSpec(kind, GetParam().tier, dir.path() + "/work");
+    Array a = random::random({600, 500}, {600, 25}, 7, spec);  // 2.4 MB ... 120 KB blocks
+    Array b = rechunk(a * 2.0, {25, 500});
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Result<std::vector<NDArray>> r = compute({b + 1.0, sum(b, {1})}, options);
+    ASSERT_TRUE(r.ok()) << ExecutorName(kind) << ": " << r.status().ToString();
+    rec->ExpectWithinBudget();
+    written[e] = rec->summary.intermediate_bytes_written;
+    results[e][0] = std::move((*r)[0]);
+    results[e][1] = std::move((*r)[1]);
+    ExpectEmptyWorkDir(spec.work_dir);
+  }
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(results[0][i].nbytes(), results[1][i].nbytes());
+    EXPECT_EQ(0, std::memcmp(results[0][i].data(), results[1][i].data(), results[0][i].nbytes()))
+        << "result " << i;
+  }
+  switch (GetParam().tier) {
+    case TierChoice::kMemory:
+      EXPECT_EQ(written[1], 0);
+      break;
+    case TierChoice::kDisk:
+      EXPECT_EQ(written[1], written[0]);
+      break;
+    case TierChoice::kSpill:
+      EXPECT_GT(written[1], 0);
+      break;
+    default:
+      break;
+  }
+  EXPECT_EQ(DevShm(), shm_before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, ProcessesTierTest,
+                         ::testing::Values(TierCase{TierChoice::kMemory, "memory"},
+                                           TierCase{TierChoice::kSpill, "spill"},
+                                           TierCase{TierChoice::kDisk, "disk"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Elementwise + reductions, matmul and groupby: the same bytes as threads.
+TEST(ProcessesTest, EngineComputationsMatchThreads) {
+  TempDir dir;
+  std::vector<NDArray> got[2];
+  for (int e = 0; e < 2; ++e) {
+    const ExecutorKind kind = e == 0 ? ExecutorKind::kThreads : ExecutorKind::kProcesses;
+    Spec spec = MakeSpec(kind, TierChoice::kAuto, dir.path() + "/work");
+    Array a = random::random({40, 30}, {7, 11}, 9, spec);
+    Array b = random::random({40, 30}, {13, 5}, 10, spec);
+    Array m = random::random({30, 20}, {8, 6}, 11, spec);
+    std::vector<int64_t> labels;
+    for (int i = 0; i < 40; ++i) labels.push_back((i * 7) % 5);
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Result<std::vector<NDArray>> r =
+        compute({sum(exp(a) * b - a, {0}), mean(a * b + a, {1}), max(a - b), matmul(a, m),
+                 groupby_reduce(a, labels, 0, ReduceOp::kMean, 5)},
+                options);
+    ASSERT_TRUE(r.ok()) << ExecutorName(kind) << ": " << r.status().ToString();
+    rec->ExpectWithinBudget();
+    got[e] = std::move(r).value();
+    ExpectEmptyWorkDir(spec.work_dir);
+  }
+  ASSERT_EQ(got[0].size(), got[1].size());
+  for (size_t i = 0; i < got[0].size(); ++i) {
+    ASSERT_EQ(got[0][i].shape(), got[1][i].shape()) << i;
+    EXPECT_EQ(0, std::memcmp(got[0][i].data(), got[1][i].data(), got[0][i].nbytes())) << i;
+  }
+}
+
+// kill -9 of a worker in the middle of a run costs a retry, not the run.
+TEST(ProcessesTest, KilledWorkerCostsARetryNotTheRun) {
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  Spec threads_spec = MakeSpec(ExecutorKind::kThreads, TierChoice::kMemory, dir.path() + "/work");
+  Array ta = random::random({200, 100}, {200, 10}, 3, threads_spec);
+  Result<NDArray> want = compute(rechunk(ta * 3.0, {10, 100}) - 1.0);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  Array a = random::random({200, 100}, {200, 10}, 3, spec);
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  // Runs in the worker: the first attempt of block 3 of the rechunked array
+  // kills its worker (mid-run: the multiply's blocks are in shared memory,
+  // and the task holds pins on some of them).
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && block.size() == 2 && op.depth > 0 && block[0] == 3) {
+      ::raise(SIGKILL);
+    }
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(rechunk(a * 3.0, {10, 100}) - 1.0, options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->nbytes(), want->nbytes());
+  EXPECT_EQ(0, std::memcmp(got->data(), want->data(), want->nbytes()));
+  rec->ExpectWithinBudget();
+  int retried = 0;
+  for (const TaskEndEvent& e : rec->events) {
+    if (e.attempts > 1) ++retried;
+    EXPECT_GT(e.worker_rss, 0);
+  }
+  EXPECT_GE(retried, 1);
+  ExpectEmptyWorkDir(spec.work_dir);
+  EXPECT_EQ(DevShm(), shm_before);
+}
+
+TEST(ProcessesTest, AllWorkersDeadFailsClearly) {
+  TempDir dir;
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  spec.retries = 5;
+  Array a = random::random({20, 20}, {20, 5}, 3, spec);
+  ComputeOptions options;
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int) {
+    if (op.depth > 0 && block[0] == 1) ::raise(SIGKILL);
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(rechunk(a * 2.0, {5, 20}), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("all 2 worker processes died"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("killed by signal 9"), std::string_view::npos)
+      << r.status().ToString();
+  ExpectEmptyWorkDir(spec.work_dir);
+}
+
+// Errors raised in a worker come back with their code and the task named;
+// transient ones are retried.
+TEST(ProcessesTest, WorkerErrorsKeepTheirCodeAndAreRetried) {
+  TempDir dir;
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kAuto, dir.path() + "/work");
+  Array a = random::random({40, 10}, {5, 10}, 2, spec);
+  ComputeOptions options;
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (op.node->kind == NodeKind::kStore && block[0] == 5) return DataLossError("injected");
+    if (op.node->kind == NodeKind::kStore && block[0] == 2 && attempt == 1) {
+      return UnavailableError("flaky disk");
+    }
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(to_zarr(a, dir.path() + "/out.zarr"), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("task 5.0 of to_zarr"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("injected"), std::string_view::npos);
+
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions flaky;
+  flaky.callbacks.push_back(rec);
+  flaky.fault_injector = [](const PlannedOp&, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && block[0] == 1) return UnavailableError("flaky disk");
+    return Status::Ok();
+  };
+  Result<NDArray> ok = compute(a + 1, flaky);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  bool retried = false;
+  for (const TaskEndEvent& e : rec->events) retried |= e.attempts == 2;
+  EXPECT_TRUE(retried);
+}
+
+// The memory tier of the processes executor on its own: zero-copy views of
+// shared memory, a file when the store has no room, and erase of both.
+TEST(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
+  TempDir dir;
+  ShmStoreOptions options;
+  options.capacity = int64_t{1} << 20;
+  Result<std::unique_ptr<ShmStore>> shm = ShmStore::Create(options);
+  ASSERT_TRUE(shm.ok()) << shm.status().ToString();
+  ChunkGrid grid = *ChunkGrid::Regular({512, 512}, {256, 512});  // two 1 MiB float64 blocks
+  ShmIntermediateStore tier("array-001", 1, grid, DTypeId::kFloat64, shm->get(),
+                            dir.path() + "/fallback");
+  auto pool = MemoryPool::Default()->NewChild({"test", 0});
+  std::vector<NDArray> blocks;
+  for (Index b = 0; b < 2; ++b) {
+    NDArray a = *NDArray::Allocate(*pool, DTypeId::kFloat64, {256, 512});
+    FillSynthetic(a.view(), Box({b * 256, 0}, {256, 512}), Shape{512, 512}, 4);
+    blocks.push_back(*NDArray::CopyOf(*pool, a.view()));
+    ASSERT_TRUE(tier.Put(std::vector<Index>{b, 0}, std::move(a)).ok());
+  }
+  // 1 MiB of shared memory holds one block and no spill directory is set:
+  // the other went to a file. Every byte comes back, without a copy into the
+  // pool for the block in shared memory.
+  EXPECT_GT(tier.bytes_written(), 0);
+  const int64_t before = pool->bytes_in_use();
+  for (Index b = 0; b < 2; ++b) {
+    Result<BlockView> v = tier.View(std::vector<Index>{b, 0}, *pool);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_TRUE(ArraysEqual(v->view, blocks[b].view()));
+    NDArray part = *NDArray::Allocate(*pool, DTypeId::kFloat64, {10, 20});
+    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, Box({5, 7}, {10, 20}), part.view()).ok());
+    EXPECT_TRUE(ArraysEqual(part.view(), blocks[b].view().Slice(Box({5, 7}, {10, 20}))));
+  }
+  EXPECT_EQ(pool->bytes_in_use(), before);
+  EXPECT_GT(tier.resident_bytes(), 0);
+  for (Index b = 0; b < 2; ++b) ASSERT_TRUE(tier.Erase(std::vector<Index>{b, 0}).ok());
+  EXPECT_EQ(tier.resident_bytes(), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/fallback"));
+  ASSERT_TRUE(tier.Cleanup().ok());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/fallback"));
+}
+
+}  // namespace
+}  // namespace strata
