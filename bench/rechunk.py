@@ -5,6 +5,7 @@
         [--bin build/release/bin] [--bound build/release/bench/rechunk_bound]
         [--dir build/bench/rechunk] [--svg bench/results/rechunk_cliff.svg]
         > bench/results/rechunk.json
+    /usr/bin/python3 bench/rechunk.py --svg-from bench/results/rechunk.json  # chart only
 
 Every source is a float64 Zarr v2 array written once by `strata random` (blosc
 lz4 clevel 5 byte shuffle, zarr-python's default codec) and kept between reps.
@@ -21,6 +22,11 @@ Workloads:
   W5  the cliff: (R,20000), (R,500) -> (500,20000) with R chosen so that the
       array is 0.5x..3x --total-system-mem (2GB), allowed_mem 400MB; Strata
       (and the bound) only, seconds per GB, with the tier each plan chose.
+      Strata runs here without --quiet, so that the plan it executes (tiers,
+      spill or multistage, and why) is recorded from its own output: `strata
+      plan` has no DST and plans a returned result instead of to_zarr, which
+      changes the tiers and fails outright from 2 GB on. `strata plan --json`
+      is recorded too, with whether it agrees with the run.
 Each run is a fresh process timed from outside with /usr/bin/time (wall time
 and peak RSS); a thread polls the bytes under WORK every 50 ms and keeps the
 maximum (Strata removes its intermediates at the end), and the bytes left
@@ -33,9 +39,9 @@ a child process writes and frees about as much memory as the run will need,
 because on this VM first writes to memory the host has taken back cost ~0.55 s
 of system time per GB and would otherwise land on whichever contender runs
 first (W4: 2.8 to 14 s for the same command). Contenders alternate within
-each rep so that they share the machine's noise; the 1-minute load average is
-recorded with every run. Reports medians and ratios of the same run, never a
-pass/fail. Contenders run in a rotated order in each rep. After the first rep
+each rep, in a rotated order, so that they share the machine's noise; the
+1-minute load average is recorded with every run. Reports medians and ratios
+of the same run, never a pass/fail. After the first rep
 each output is checked: the bound's with `strata verify` against the source
 (W1, W4), the others by comparing their chunk files byte for byte with the
 bound's (same codec, same bytes), falling back to `strata verify`.
@@ -413,8 +419,17 @@ def render_svg(cliff, path):
                  f'stroke="#ddd"/><text x="{L - 8}" y="{sy(y) + 4:.1f}" '
                  f'text-anchor="end">{y:g}</text>')
         y += ystep
-    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 15}" text-anchor="middle">array size / '
+    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle">array size / '
              f'total_system_mem</text>')
+    o.append(f'<text x="{L - 8}" y="{H - B + 30}" text-anchor="end" font-size="9" '
+             f'fill="#888">load</text>')
+    ram = re.search(r"([0-9.]+) GB", pts[0].get("strata_run_plan", {})
+                    .get("ram_for_intermediates", ""))
+    if ram:  # where the exchange stops fitting in the RAM tier
+        xr = float(ram.group(1)) * GB / (float(cliff["total_system_mem"].rstrip("GB")) * GB)
+        o.append(f'<line x1="{sx(xr):.1f}" y1="{T}" x2="{sx(xr):.1f}" y2="{H - B}" '
+                 f'stroke="#999" stroke-dasharray="4,3"/><text x="{sx(xr) + 4:.1f}" y="{T + 12}" '
+                 f'font-size="10" fill="#666">RAM tier full ({ram.group(1)} GB)</text>')
     o.append(f'<text x="18" y="{(T + H - B) / 2}" text-anchor="middle" '
              f'transform="rotate(-90 18 {(T + H - B) / 2})">wall seconds per GB</text>')
     for i, (c, color) in enumerate(series):
@@ -430,14 +445,21 @@ def render_svg(cliff, path):
                 tier = ",".join(sorted({t["tier"] for t in tiers.values()})) or "?"
                 note = " ".join(p.get("strata_run_plan", {}).get("rechunk_op", []))
                 if "spill" in note:
-                    tier += "+spill"
-                o.append(f'<text x="{sx(a):.1f}" y="{sy(b) - 9:.1f}" text-anchor="middle" '
-                         f'font-size="10" fill="{color}">{tier}</text>')
+                    tier = "spill"
+                elif tier == "memory":
+                    tier = "RAM"
+                o.append(f'<text x="{sx(a):.1f}" y="{sy(b) - 8 - 11 * (pts.index(p) % 2):.1f}" '
+                         f'text-anchor="middle" font-size="10" fill="{color}">{tier}</text>')
+                load = statistics.median(p[c]["load_1min"])
+                o.append(f'<text x="{sx(a):.1f}" y="{H - B + 30}" text-anchor="middle" '
+                         f'font-size="9" fill="#888">{load:.1f}</text>')
         ly = T + 20 + 18 * i
         o.append(f'<line x1="{W - R + 15}" y1="{ly}" x2="{W - R + 35}" y2="{ly}" stroke="{color}" '
                  f'stroke-width="2"/><text x="{W - R + 40}" y="{ly + 4}">{c}</text>')
-    o.append(f'<text x="{W - R + 15}" y="{T + 90}" font-size="10">labels: tier of the</text>')
-    o.append(f'<text x="{W - R + 15}" y="{T + 103}" font-size="10">exchanged pieces</text>')
+    for k, line in enumerate(["labels: where the", "exchanged pieces went", "(RAM, or RAM + spill",
+                              "to local disk)", "grey: median 1-min", "load avg of the runs",
+                              "(2 shared cores)"]):
+        o.append(f'<text x="{W - R + 15}" y="{T + 80 + 13 * k}" font-size="10">{line}</text>')
     o.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(o) + "\n")
@@ -460,7 +482,12 @@ def main():
     ap.add_argument("--bound", default="build/release/bench/rechunk_bound")
     ap.add_argument("--dir", default="build/bench/rechunk")
     ap.add_argument("--svg", default="bench/results/rechunk_cliff.svg")
+    ap.add_argument("--svg-from", metavar="JSON", help="only re-render the chart from a result")
     args = ap.parse_args()
+    if args.svg_from:
+        with open(args.svg_from) as f:
+            render_svg(json.load(f)["cliff"], args.svg)
+        return
     os.makedirs(args.dir, exist_ok=True)
     start = time.time()
     load_start = loadavg()
