@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/mpi.h"
 #include "strata/base/system_info.h"
 
 namespace strata {
@@ -68,6 +69,14 @@ Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
   r.allowed_mem = kDefaultAllowedMem;
   r.reserved_mem = kDefaultReservedMem;
   r.total_system_mem = DefaultTotalSystemMemory();
+  if (spec.executor == ExecutorKind::kMpi) {
+    // Collective: every rank resolves the same spec. total_system_mem is
+    // the memory of all the ranks' hosts together.
+    STRATA_RETURN_IF_ERROR(mpi::Init().WithContext("executor mpi"));
+    if (!spec.total_system_mem.is_set()) {
+      STRATA_ASSIGN_OR_RETURN(r.total_system_mem, mpi::SumOverHosts(r.total_system_mem));
+    }
+  }
   if (spec.allowed_mem.is_set()) {
     STRATA_ASSIGN_OR_RETURN(r.allowed_mem, spec.allowed_mem.Resolve("allowed_mem"));
   }
@@ -97,6 +106,8 @@ Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
   r.executor = spec.executor;
   r.workers = spec.workers > 0 ? spec.workers : AvailableCores();
   if (r.executor == ExecutorKind::kInline) r.workers = 1;
+  // Under MPI every rank is one worker running one task at a time.
+  if (r.executor == ExecutorKind::kMpi) r.workers = mpi::Size();
   r.tier = spec.tier;
   r.object_store_url = spec.object_store_url;
   r.retries = spec.retries;

@@ -60,10 +60,12 @@ struct Spec {
   // stacks). Default 16 MB.
   ByteSize reserved_mem;
   // Memory all running tasks plus resident intermediates may use together.
-  // Default: 80% of min(physical RAM, cgroup limit).
+  // Default: 80% of min(physical RAM, cgroup limit); under the mpi executor,
+  // the sum of that over the hosts of all ranks.
   ByteSize total_system_mem;
   ExecutorKind executor = ExecutorKind::kThreads;
-  // Worker threads/processes; 0: the number of cores.
+  // Worker threads/processes; 0: the number of cores. Under the mpi
+  // executor, every rank is one worker (this is ignored).
   int workers = 0;
   // Where intermediates go; kAuto lets the planner choose per stage.
   TierChoice tier = TierChoice::kAuto;

@@ -93,6 +93,11 @@ void HistoryCallback::OnComputeEnd(const Plan& plan, const Status& status,
                       {"peak_pool_bytes", s.peak_pool_bytes},
                       {"intermediate_bytes_written", s.intermediate_bytes_written},
                       {"peak_resident_intermediate_bytes", s.peak_resident_intermediate_bytes}};
+  if (!s.rank_peak_pool_bytes.empty()) {
+    j["rank_peak_pool_bytes"] = s.rank_peak_pool_bytes;
+    j["rank_memory_share"] = s.rank_memory_share;
+    j["bytes_between_ranks"] = s.bytes_between_ranks;
+  }
   fmt::print(file_, "{}\n", j.dump());
   std::fflush(file_);
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strata/base/progress.h"
 #include "strata/base/status.h"
@@ -42,6 +43,12 @@ struct ComputeSummary {
   int64_t peak_pool_bytes = 0;          // peak of the compute's root pool
   int64_t intermediate_bytes_written = 0;  // to disk/object tiers
   int64_t peak_resident_intermediate_bytes = 0;
+  // mpi executor, per rank: the peak of its compute pool, and the memory it
+  // may use (its share of total_system_mem). Empty for other executors.
+  std::vector<int64_t> rank_peak_pool_bytes;
+  std::vector<int64_t> rank_memory_share;
+  // mpi executor: block bytes that travelled between ranks.
+  int64_t bytes_between_ranks = 0;
 };
 
 class Callback {

@@ -18,14 +18,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <queue>
 #include <thread>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/mpi.h"
+#include "strata/base/system_info.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/mpi_tier.h"
 #include "strata/runtime/object_tier.h"
 #include "strata/runtime/shm_store.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -41,7 +45,8 @@ using Held = BlockView;
 struct Task {
   int op = -1;
   Index block = 0;   // linear index in the op's grid
-  int attempts = 0;  // attempts already spent by workers that died (processes)
+  int attempts = 0;  // attempts already spent (by dead workers, or failures under mpi)
+  int avoid = -1;    // mpi: the worker whose attempt failed, which others go before
 };
 
 // What one successful attempt of a task measured, where it ran.
@@ -80,6 +85,12 @@ struct WireReply {
   int64_t worker_pool_peak = 0;  // peak of the worker's compute pool so far
   char message[2048] = {};
 };
+
+// The mpi executor's messages (tags on Strata's communicator): rank 0 sends
+// a task (WireRequest, then the owner rank of each block it reads, as int16)
+// and the worker rank answers with a WireReply. op == -1 ends the compute.
+constexpr int kTagTask = 0x5401;
+constexpr int kTagReply = 0x5402;
 
 // One worker process of the processes executor, as the coordinator sees it.
 struct WorkerProcess {
@@ -164,7 +175,11 @@ class Execution {
     }
   };
 
+  // Pools, results, store targets, tiers and readiness.
   Status Prepare();
+  Status PrepareResults();
+  Status OpenTargets();
+  Status PrepareTiers();
   // Chooses the run directory under work_dir; creates it when `create`.
   Status MakeRunDir(bool create);
   void WorkerLoop(int worker);
@@ -185,8 +200,38 @@ class Execution {
   Status StartWorkerProcesses(int count);
   [[noreturn]] void ChildMain(int fd);
   Status RunRemote(const Task& task, int worker, int* attempts, bool* died);
+  // A worker's answer for one attempt of a task.
+  WireReply MakeReply(const Status& s, const TaskFigures& figures, int64_t disk_bytes) const;
   void StopWorkerProcesses();
   int64_t TierBytesWritten() const;
+
+  // The mpi executor (SPMD: every rank runs Execute on the same plan). Rank 0
+  // schedules: WorkerLoop(w) runs tasks itself for w == 0 and hands them to
+  // rank w otherwise (RunOnRank); the other ranks run ServeTasks until told
+  // to stop. Each rank's BlockServer answers fetches of the memory-tier
+  // blocks it holds (mpi_tier.h).
+  bool mpi() const { return spec_.executor == ExecutorKind::kMpi; }
+  Status PrepareMpi();
+  Status RunMpi();
+  Status RunOnRank(const Task& task, int rank, int attempt, TaskFigures* figures);
+  Status ServeTasks();
+  // Every rank's outcome: the first failing rank's status, on every rank.
+  // Collective.
+  Status AgreeMpi(Status local);
+  // Rank 0's figures, and every rank's peak and traffic, on every rank.
+  // Collective.
+  Status SummarizeMpi(ComputeSummary* summary);
+  // Each rank's memory tier, then the shared directory and objects (rank 0).
+  // Collective.
+  Status CleanupMpi();
+  // The name of op's files and objects in shared tiers: its array's name, or
+  // under mpi its index (array names count arrays made in the process, and
+  // a rank may have made others before).
+  std::string StoreName(const PlannedOp& op) const {
+    return mpi() ? fmt::format("op{:03d}", op.index) : op.node->name;
+  }
+  // The memory-tier bytes of a block of op `index`.
+  int64_t BlockBytes(int index, std::span<const Index> block) const;
   // Bookkeeping after a task succeeded; returns blocks to erase (outside the lock).
   void CompleteLocked(const Task& task, std::vector<std::pair<int, Shape>>& erase,
                       std::vector<int>& finished_ops);
@@ -211,6 +256,7 @@ class Execution {
     return std::chrono::duration<double>(t - start_).count();
   }
   void Notify(const std::function<void(Callback&)>& fn) {
+    if (rank_ != 0) return;  // under mpi, callbacks run on rank 0
     std::lock_guard lock(callback_mu_);
     for (const auto& cb : options_.callbacks) fn(*cb);
   }
@@ -246,6 +292,15 @@ class Execution {
   int64_t worker_disk_bytes_ = 0;  // reported by workers (under mu_)
   std::string last_death_;         // the last worker death, for the error (under mu_)
 
+  // mpi executor state. Per rank: the memory it may use, its share of the
+  // memory tier's RAM, and (rank 0's count, under mu_) the memory-tier bytes
+  // it holds.
+  int rank_ = 0;
+  std::vector<int64_t> rank_share_;
+  std::vector<int64_t> rank_ram_;
+  std::vector<int64_t> rank_resident_;
+  std::unique_ptr<BlockServer> server_;
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Task, std::vector<Task>, ReadyCompare> ready_{ReadyCompare{&plan_}};
@@ -262,9 +317,30 @@ class Execution {
 std::string BlockName(std::span<const Index> block) { return JoinIndices(block, '.'); }
 
 Status Execution::Prepare() {
-  root_pool_ = MemoryPool::Default()->NewChild({"compute", spec_.total_system_mem});
+  if (!mpi()) {
+    STRATA_RETURN_IF_ERROR(PrepareResults());
+    STRATA_RETURN_IF_ERROR(OpenTargets());
+    return PrepareTiers();
+  }
+  // Under mpi every step ends in agreement, so that the ranks go on, or stop
+  // with the same error, together. Rank 0 creates the store targets first;
+  // the others then open what it created (an incomplete array with the same
+  // metadata, which Open resumes).
+  STRATA_RETURN_IF_ERROR(AgreeMpi(PrepareMpi()));
+  Status s = PrepareResults();
+  if (s.ok() && rank_ == 0) s = OpenTargets();
+  STRATA_RETURN_IF_ERROR(AgreeMpi(std::move(s)));
+  s = rank_ == 0 ? Status::Ok() : OpenTargets();
+  if (s.ok()) s = PrepareTiers();
+  return AgreeMpi(std::move(s));
+}
+
+Status Execution::PrepareResults() {
+  const int64_t memory = mpi() ? rank_share_[rank_] : spec_.total_system_mem;
+  const int64_t ram_tier = mpi() ? rank_ram_[rank_] : plan_.ram_tier_capacity();
+  root_pool_ = MemoryPool::Default()->NewChild({"compute", memory});
   tier_pool_ = root_pool_->NewChild({"memory tier", 0});
-  ram_budget_ = std::make_shared<RamBudget>(plan_.ram_tier_capacity());
+  ram_budget_ = std::make_shared<RamBudget>(ram_tier);
   const auto& ops = plan_.ops();
   // Results.
   results_.resize(plan_.outputs().size());
@@ -275,25 +351,45 @@ Status Execution::Prepare() {
     for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
       const PlannedOp& op = ops[plan_.outputs()[slot]];
       if (op.node->kind == NodeKind::kStore) continue;
-      STRATA_ASSIGN_OR_RETURN(NDArray a,
-                              NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
+      // Under mpi each rank fills the blocks it computed into zeros, and the
+      // ranks OR their arrays together at the end.
+      STRATA_ASSIGN_OR_RETURN(
+          NDArray a, mpi() ? NDArray::Zeros(*root_pool_, op.node->dtype, op.node->shape)
+                           : NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
       result_views_[slot] = a.view();
       results_[slot] = std::move(a);
     }
   }
+  return Status::Ok();
+}
+
+Status Execution::OpenTargets() {
   // Store targets are created now, after the plan was accepted.
-  for (const PlannedOp& op : ops) {
-    if (op.node->kind == NodeKind::kStore) {
-      STRATA_RETURN_IF_ERROR(op.node->target->Open());
-      if (op.num_tasks() == 0) STRATA_RETURN_IF_ERROR(op.node->target->array()->Commit());
+  for (const PlannedOp& op : plan_.ops()) {
+    if (op.node->kind != NodeKind::kStore) continue;
+    STRATA_RETURN_IF_ERROR(op.node->target->Open());
+    if (op.num_tasks() == 0 && rank_ == 0) {
+      STRATA_RETURN_IF_ERROR(op.node->target->array()->Commit());
     }
   }
-  // Tiers.
+  return Status::Ok();
+}
+
+Status Execution::PrepareTiers() {
+  const auto& ops = plan_.ops();
   for (const PlannedOp& op : ops) {
     OpState& s = state_[op.index];
     if (!op.materialized) continue;
     tasks_remaining_ += op.num_tasks();
-    if (op.tier == Tier::kMemory && shm_) {
+    if (op.tier == Tier::kMemory && mpi()) {
+      const int index = op.index;
+      s.tier = std::make_unique<MpiIntermediateStore>(
+          index, op.node->grid, op.node->dtype,
+          std::make_unique<MemoryIntermediateStore>(
+              op.node->name, op.node->dtype, tier_pool_, ram_budget_,
+              fmt::format("{}/{}-spill-rank{}", run_dir_, op.node->name, rank_)),
+          [this, index](Index linear) { return int{state_[index].producer[linear]}; });
+    } else if (op.tier == Tier::kMemory && shm_) {
       s.tier = std::make_unique<ShmIntermediateStore>(
           op.node->name, op.index, op.node->grid, op.node->dtype, shm_.get(),
           fmt::format("{}/{}-spill", run_dir_, op.node->name));
@@ -305,7 +401,7 @@ Status Execution::Prepare() {
     } else if (op.tier == Tier::kDisk) {
       STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/true));
       STRATA_ASSIGN_OR_RETURN(
-          s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, op.node->name),
+          s.tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, StoreName(op)),
                                                 op.node->grid, op.node->dtype));
     } else if (op.tier == Tier::kObject) {
       STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
@@ -316,12 +412,13 @@ Status Execution::Prepare() {
         object_prefix_ = JoinKey(at.prefix, std::filesystem::path(run_dir_).filename().string());
       }
       s.tier = std::make_unique<ObjectIntermediateStore>(
-          object_store_, JoinKey(object_prefix_, op.node->name), op.node->grid, op.node->dtype,
+          object_store_, JoinKey(object_prefix_, StoreName(op)), op.node->grid, op.node->dtype,
           root_pool_->NewChild({"object tier reads", 0}));
     }
     if (op.tier != Tier::kNone) s.refs.assign(op.num_tasks(), -1);
-    if (op.tier != Tier::kNone && processes()) s.producer.assign(op.num_tasks(), -1);
+    if (op.tier != Tier::kNone && (processes() || mpi())) s.producer.assign(op.num_tasks(), -1);
   }
+  if (mpi() && rank_ != 0) return Status::Ok();  // rank 0 schedules
   // Readiness: ops without dependencies hand out blocks in order; the others
   // count, per task, the dependency blocks it must wait for.
   for (const PlannedOp& op : ops) {
@@ -407,7 +504,7 @@ bool Execution::PickLocked(int worker, Task* task) {
   // prefer the one with most inputs produced by this worker.
   constexpr size_t kLocalityWindow = 8;
   std::vector<Task> window;
-  if (best_cursor < 0 && processes() && live_workers_ > 1) {
+  if (best_cursor < 0 && (processes() || mpi()) && live_workers_ > 1) {
     const int depth = plan_.ops()[best.op].depth;
     while (!ready_.empty() && window.size() < kLocalityWindow &&
            plan_.ops()[ready_.top().op].depth == depth) {
@@ -427,10 +524,22 @@ bool Execution::PickLocked(int worker, Task* task) {
     best = window[0];
   }
   const int64_t projected = plan_.ops()[best.op].projected_mem;
-  if (running_ > 0 &&
-      running_projected_ + projected + resident_.load() > spec_.total_system_mem) {
+  bool wait = false;
+  if (mpi()) {
+    // One task at a time per rank, within the rank's memory with the
+    // memory-tier blocks it holds (those past its RAM share are spilled);
+    // a task that failed on this rank waits for another rank.
+    const int64_t held = std::min(rank_resident_[worker], rank_ram_[worker]);
+    wait = (best.avoid == worker && live_workers_ > 1) ||
+           (running_ > 0 && projected + held > rank_share_[worker]);
+  } else {
+    wait = running_ > 0 &&
+           running_projected_ + projected + resident_.load() > spec_.total_system_mem;
+  }
+  if (wait) {
+    if (mpi() && best.avoid == worker) cv_.notify_all();  // another may take it
     for (const Task& t : window) ready_.push(t);
-    return false;  // wait for memory to be released
+    return false;  // wait for memory to be released (or another worker)
   }
   if (best_cursor >= 0) {
     OpState& s = state_[best_cursor];
@@ -653,7 +762,7 @@ Status Execution::RunTask(const Task& task, int attempt, TaskFigures* figures) {
       IntermediateStore& tier = *state_[task.op].tier;
       int64_t before = tier.resident_bytes();
       STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
-      resident_ += tier.resident_bytes() - before;
+      if (!mpi()) resident_ += tier.resident_bytes() - before;  // mpi: rank 0 counts
     }
   }
   auto t1 = Clock::now();
@@ -767,13 +876,40 @@ void Execution::WorkerLoop(int worker) {
     if (first) Notify([&](Callback& cb) { cb.OnOpStart(op); });
     int attempts = 0;
     bool died = false;
-    Status s = processes() ? RunRemote(task, worker, &attempts, &died)
-                           : RunWithRetries(task, worker, &attempts);
+    bool requeue = false;
+    Status s;
+    if (mpi()) {
+      // One attempt here; a retry goes back to the queue for another rank.
+      attempts = task.attempts + 1;
+      TaskFigures figures;
+      if (worker == 0) {
+        s = RunTask(task, attempts, &figures);
+        figures.worker_rss = CurrentRss();
+      } else {
+        s = RunOnRank(task, worker, attempts, &figures);
+      }
+      if (s.ok()) {
+        NotifyTaskEnd(task, worker, attempts, figures);
+      } else if (IsRetryable(s) && attempts <= spec_.retries) {
+        requeue = true;
+      } else {
+        s = WithTaskContext(task, s, attempts);
+      }
+    } else if (processes()) {
+      s = RunRemote(task, worker, &attempts, &died);
+    } else {
+      s = RunWithRetries(task, worker, &attempts);
+    }
     std::vector<std::pair<int, Shape>> erase;
     std::vector<int> finished;
     lock.lock();
     --running_;
     running_projected_ -= op.projected_mem;
+    if (requeue) {
+      ready_.push(Task{task.op, task.block, attempts, worker});
+      cv_.notify_all();
+      continue;
+    }
     if (died) {
       // This worker is gone: its task goes back to the queue for another
       // (an attempt spent), unless it has used up its retries.
@@ -796,9 +932,26 @@ void Execution::WorkerLoop(int worker) {
       cv_.notify_all();
       continue;
     }
-    if (processes() && op.tier != Tier::kNone) state_[task.op].producer[task.block] = worker;
+    if ((processes() || mpi()) && op.tier != Tier::kNone) {
+      state_[task.op].producer[task.block] = static_cast<int16_t>(worker);
+    }
     if (shm_) resident_ = shm_->used();
+    if (mpi() && op.tier == Tier::kMemory) {
+      const int64_t bytes = BlockBytes(task.op, Unravel(op, task.block));
+      rank_resident_[worker] += bytes;
+      resident_ += bytes;
+    }
     CompleteLocked(task, erase, finished);
+    if (mpi()) {
+      for (const auto& [index, block] : erase) {
+        const PlannedOp& held = plan_.ops()[index];
+        if (held.tier != Tier::kMemory) continue;
+        const int64_t bytes = BlockBytes(index, block);
+        const int owner = state_[index].producer[LinearIndex(block, held.node->grid.grid_shape())];
+        rank_resident_[owner] -= bytes;
+        resident_ -= bytes;
+      }
+    }
     lock.unlock();
     Status post;
     for (const auto& [op_index, block] : erase) {
@@ -807,7 +960,7 @@ void Execution::WorkerLoop(int worker) {
       Status e = tier.Erase(block);
       if (shm_) {
         resident_ = shm_->used();
-      } else {
+      } else if (!mpi()) {
         resident_ -= before - tier.resident_bytes();
       }
       if (!e.ok() && post.ok()) post = e;
@@ -935,20 +1088,26 @@ void Execution::ChildMain(int fd) {
     const int64_t written = TierBytesWritten();
     TaskFigures figures;
     Status s = RunTask(task, request.attempt, &figures);
-    WireReply reply;
-    reply.code = static_cast<int32_t>(s.code());
-    if (!s.ok()) {
-      std::string_view m = s.message();
-      std::memcpy(reply.message, m.data(), std::min(m.size(), sizeof reply.message - 1));
-    }
-    reply.start_seconds = figures.start_seconds;
-    reply.end_seconds = figures.end_seconds;
-    reply.measured_peak = figures.measured_peak;
-    reply.disk_bytes = TierBytesWritten() - written;
-    reply.worker_rss = CurrentRss();
-    reply.worker_pool_peak = root_pool_->peak_bytes();
+    WireReply reply = MakeReply(s, figures, TierBytesWritten() - written);
     if (!WriteFully(fd, &reply, sizeof reply)) ::_exit(0);
   }
+}
+
+WireReply Execution::MakeReply(const Status& s, const TaskFigures& figures,
+                               int64_t disk_bytes) const {
+  WireReply reply;
+  reply.code = static_cast<int32_t>(s.code());
+  if (!s.ok()) {
+    std::string_view m = s.message();
+    std::memcpy(reply.message, m.data(), std::min(m.size(), sizeof reply.message - 1));
+  }
+  reply.start_seconds = figures.start_seconds;
+  reply.end_seconds = figures.end_seconds;
+  reply.measured_peak = figures.measured_peak;
+  reply.disk_bytes = disk_bytes;
+  reply.worker_rss = CurrentRss();
+  reply.worker_pool_peak = root_pool_->peak_bytes();
+  return reply;
 }
 
 Status Execution::RunRemote(const Task& task, int worker, int* attempts, bool* died) {
@@ -1023,6 +1182,245 @@ int64_t Execution::TierBytesWritten() const {
   return total;
 }
 
+int64_t Execution::BlockBytes(int index, std::span<const Index> block) const {
+  const Node& node = *plan_.ops()[index].node;
+  return NumElements(node.grid.BlockShape(block)) * node.dtype.size();
+}
+
+Status Execution::AgreeMpi(Status local) {
+  Result<std::vector<int64_t>> codes = mpi::AllGather(static_cast<int64_t>(local.code()));
+  if (!codes.ok()) return codes.status();
+  int first = -1;
+  for (size_t r = 0; r < codes->size() && first < 0; ++r) {
+    if ((*codes)[r] != 0) first = static_cast<int>(r);
+  }
+  if (first < 0) return Status::Ok();
+  std::array<char, 2048> text{};
+  if (rank_ == first && !local.message().empty()) {
+    std::string_view m = local.message();
+    std::memcpy(text.data(), m.data(), std::min(m.size(), text.size() - 1));
+  }
+  STRATA_RETURN_IF_ERROR(mpi::Broadcast(std::as_writable_bytes(std::span(text)), first));
+  std::string message(text.data(), ::strnlen(text.data(), text.size()));
+  if (first != 0) message = fmt::format("rank {}: {}", first, message);
+  return Status(static_cast<StatusCode>((*codes)[first]), std::move(message));
+}
+
+Status Execution::PrepareMpi() {
+  // Every collective here runs on every rank, whatever the checks below find
+  // (the caller agrees on the outcome).
+  rank_ = mpi::Rank();
+  const int ranks = mpi::Size();
+  std::string shape = fmt::format("{} {}", plan_.ops().size(), plan_.total_tasks());
+  for (const PlannedOp& op : plan_.ops()) {
+    shape += fmt::format("|{} {} {} {} {}", op.node->op_name, ShapeToString(op.node->shape),
+                         op.num_tasks(), static_cast<int>(op.tier), op.projected_mem);
+  }
+  const int64_t fingerprint = static_cast<int64_t>(std::hash<std::string>{}(shape));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> prints, mpi::AllGather(fingerprint));
+  STRATA_ASSIGN_OR_RETURN(mpi::HostLayout layout, mpi::Layout());
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> host_memory,
+                          mpi::AllGather(DefaultTotalSystemMemory()));
+  // One run directory (and object prefix) for all ranks: rank 0's.
+  std::array<char, 4096> dir{};
+  if (rank_ == 0) {
+    STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
+    std::memcpy(dir.data(), run_dir_.data(), std::min(run_dir_.size(), dir.size() - 1));
+  }
+  STRATA_RETURN_IF_ERROR(mpi::Broadcast(std::as_writable_bytes(std::span(dir)), 0));
+  run_dir_ = dir.data();
+
+  if (ranks > std::numeric_limits<int16_t>::max()) {
+    return FailedPreconditionError(fmt::format("{} ranks: at most 32767 are supported", ranks));
+  }
+  if (ranks != spec_.workers) {
+    return FailedPreconditionError(fmt::format(
+        "the spec was resolved for {} ranks but {} are running", spec_.workers, ranks));
+  }
+  for (int r = 1; r < ranks; ++r) {
+    if (prints[r] != prints[0]) {
+      return FailedPreconditionError(fmt::format(
+          "rank {} built a different plan from rank 0's: every rank must run the same "
+          "program with the same arguments",
+          r));
+    }
+  }
+  // Each host's memory, split evenly between its ranks; total_system_mem
+  // (the hosts' sum by default) is divided in the same proportions.
+  int64_t hosts_total = 0;
+  std::vector<bool> counted(layout.hosts, false);
+  for (int r = 0; r < ranks; ++r) {
+    if (!counted[layout.host_of_rank[r]]) {
+      counted[layout.host_of_rank[r]] = true;
+      hosts_total += host_memory[r];
+    }
+  }
+  rank_share_.assign(ranks, 0);
+  rank_ram_.assign(ranks, 0);
+  rank_resident_.assign(ranks, 0);
+  for (int r = 0; r < ranks; ++r) {
+    const double part = static_cast<double>(host_memory[r]) /
+                        static_cast<double>(std::max<int64_t>(hosts_total, 1)) /
+                        layout.ranks_on_host[r];
+    rank_share_[r] = static_cast<int64_t>(part * static_cast<double>(spec_.total_system_mem));
+    rank_ram_[r] = static_cast<int64_t>(part * static_cast<double>(plan_.ram_tier_capacity()));
+    if (rank_share_[r] < spec_.allowed_mem) {
+      return InvalidArgumentError(fmt::format(
+          "total_system_mem {} leaves rank {} {} (its host's part, shared by {} ranks), less "
+          "than allowed_mem {}: raise total_system_mem or run fewer ranks per host",
+          FormatBytes(spec_.total_system_mem), r, FormatBytes(rank_share_[r]),
+          layout.ranks_on_host[r], FormatBytes(spec_.allowed_mem)));
+    }
+  }
+  live_workers_ = ranks;
+  return Status::Ok();
+}
+
+Status Execution::RunOnRank(const Task& task, int rank, int attempt, TaskFigures* figures) {
+  const PlannedOp& op = plan_.ops()[task.op];
+  Shape block = Unravel(op, task.block);
+  // The task, then who holds each block it reads (in the order both sides
+  // enumerate them).
+  const WireRequest request{task.op, attempt, task.block};
+  std::vector<std::byte> message(sizeof request);
+  std::memcpy(message.data(), &request, sizeof request);
+  std::vector<int16_t> owners;
+  for (const Dependency& d : op.dependencies) {
+    const OpState& ps = state_[d.producer];
+    const Shape& grid = plan_.ops()[d.producer].node->grid.grid_shape();
+    ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+      owners.push_back(ps.producer.empty() ? int16_t{-1} : ps.producer[LinearIndex(k, grid)]);
+    });
+  }
+  auto owner_bytes = std::as_bytes(std::span(owners));
+  message.insert(message.end(), owner_bytes.begin(), owner_bytes.end());
+  STRATA_RETURN_IF_ERROR(mpi::Send(rank, kTagTask, message));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, mpi::ReceiveAny(rank, kTagReply, nullptr));
+  WireReply reply;
+  if (bytes.size() != sizeof reply) {
+    return InternalError(fmt::format("rank {} answered a task with {} bytes", rank, bytes.size()));
+  }
+  std::memcpy(&reply, bytes.data(), sizeof reply);
+  {
+    std::lock_guard lock(mu_);
+    worker_disk_bytes_ += reply.disk_bytes;
+  }
+  *figures = TaskFigures{reply.start_seconds, reply.end_seconds, reply.measured_peak,
+                         reply.worker_rss};
+  if (reply.code == 0) return Status::Ok();
+  return Status(static_cast<StatusCode>(reply.code),
+                std::string(reply.message, ::strnlen(reply.message, sizeof reply.message)));
+}
+
+Status Execution::ServeTasks() {
+  const auto& ops = plan_.ops();
+  while (true) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, mpi::ReceiveAny(0, kTagTask, nullptr));
+    WireRequest request;
+    if (bytes.size() < sizeof request) return InternalError("a short task message from rank 0");
+    std::memcpy(&request, bytes.data(), sizeof request);
+    if (request.op < 0) return Status::Ok();  // the compute is over
+    if (request.op >= static_cast<int32_t>(ops.size()) || request.block < 0 ||
+        request.block >= ops[request.op].num_tasks()) {
+      return InternalError(fmt::format("rank 0 sent an unknown task (op {}, block {})",
+                                       request.op, request.block));
+    }
+    const PlannedOp& op = ops[request.op];
+    Shape block = Unravel(op, request.block);
+    std::vector<int16_t> owners((bytes.size() - sizeof request) / sizeof(int16_t));
+    if (!owners.empty()) {
+      std::memcpy(owners.data(), bytes.data() + sizeof request, owners.size() * sizeof(int16_t));
+    }
+    size_t i = 0;
+    for (const Dependency& d : op.dependencies) {
+      OpState& ps = state_[d.producer];
+      const Shape& grid = ops[d.producer].node->grid.grid_shape();
+      ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+        if (i < owners.size() && !ps.producer.empty()) {
+          ps.producer[LinearIndex(k, grid)] = owners[i];
+        }
+        ++i;
+      });
+    }
+    const int64_t written = TierBytesWritten();
+    TaskFigures figures;
+    Status s = RunTask(Task{request.op, request.block}, request.attempt, &figures);
+    WireReply reply = MakeReply(s, figures, TierBytesWritten() - written);
+    STRATA_RETURN_IF_ERROR(mpi::Send(0, kTagReply, std::as_bytes(std::span(&reply, 1))));
+  }
+}
+
+Status Execution::RunMpi() {
+  std::vector<MpiIntermediateStore*> stores(plan_.ops().size(), nullptr);
+  for (size_t i = 0; i < state_.size(); ++i) {
+    stores[i] = dynamic_cast<MpiIntermediateStore*>(state_[i].tier.get());
+  }
+  server_ = std::make_unique<BlockServer>(stores, root_pool_->NewChild({"block server", 0}));
+  server_->Start();
+  Status status;
+  if (rank_ == 0) {
+    std::vector<std::thread> threads;
+    for (int w = 1; w < spec_.workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
+    WorkerLoop(0);
+    for (auto& t : threads) t.join();
+    status = fatal_;
+    // No task runs anywhere now, so no rank fetches any more.
+    const WireRequest stop{-1, 0, 0};
+    for (int w = 1; w < spec_.workers; ++w) {
+      Status s = mpi::Send(w, kTagTask, std::as_bytes(std::span(&stop, 1)));
+      if (!s.ok() && status.ok()) status = s;
+    }
+    Status s = BlockServer::StopAll();
+    if (status.ok()) status = s;
+  } else {
+    status = ServeTasks();
+  }
+  Status stopped = server_->Join();
+  if (status.ok()) status = stopped;
+  return AgreeMpi(std::move(status));
+}
+
+Status Execution::SummarizeMpi(ComputeSummary* summary) {
+  int64_t fetched = 0;
+  for (const OpState& s : state_) {
+    if (auto* store = dynamic_cast<MpiIntermediateStore*>(s.tier.get())) {
+      fetched += store->bytes_fetched();
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(summary->rank_peak_pool_bytes,
+                          mpi::AllGather(root_pool_ ? root_pool_->peak_bytes() : 0));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> traffic, mpi::AllGather(fetched));
+  std::array<int64_t, 3> figures = {summary->intermediate_bytes_written, summary->tasks,
+                                    summary->peak_resident_intermediate_bytes};
+  STRATA_RETURN_IF_ERROR(mpi::Broadcast(std::as_writable_bytes(std::span(figures)), 0));
+  summary->intermediate_bytes_written = figures[0];
+  summary->tasks = figures[1];
+  summary->peak_resident_intermediate_bytes = figures[2];
+  summary->peak_pool_bytes = 0;
+  for (int64_t peak : summary->rank_peak_pool_bytes) summary->peak_pool_bytes += peak;
+  summary->bytes_between_ranks = 0;
+  for (int64_t bytes : traffic) summary->bytes_between_ranks += bytes;
+  summary->rank_memory_share = rank_share_;
+  return Status::Ok();
+}
+
+Status Execution::CleanupMpi() {
+  // Each rank drops its memory-tier blocks and spill files; then rank 0
+  // removes the shared run directory and objects, and the others find
+  // nothing left when they let go of their handles.
+  Status mine;
+  for (OpState& s : state_) {
+    if (dynamic_cast<MpiIntermediateStore*>(s.tier.get()) == nullptr) continue;
+    Status c = s.tier->Cleanup();
+    if (!c.ok() && mine.ok()) mine = c;
+    s.tier.reset();
+  }
+  Status agreed = AgreeMpi(std::move(mine));
+  Status shared = AgreeMpi(rank_ == 0 ? Cleanup() : Status::Ok());
+  if (rank_ != 0) Cleanup().IgnoreError();
+  return agreed.ok() ? shared : agreed;
+}
+
 Status Execution::Cleanup() {
   Status first;
   for (OpState& s : state_) {
@@ -1049,7 +1447,15 @@ Result<ComputeResult> Execution::Run() {
   start_ = Clock::now();
   Notify([&](Callback& cb) { cb.OnComputeStart(plan_); });
   Status status = Prepare();
-  if (status.ok()) {
+  if (status.ok() && mpi()) {
+    status = RunMpi();
+    // Each rank filled the result blocks it computed into zeros: OR them.
+    for (size_t slot = 0; slot < plan_.outputs().size() && status.ok(); ++slot) {
+      if (!results_[slot] || results_[slot]->nbytes() == 0) continue;
+      status = mpi::AllOr(std::span(results_[slot]->data(),
+                                    static_cast<size_t>(results_[slot]->nbytes())));
+    }
+  } else if (status.ok()) {
     const int workers = spec_.executor == ExecutorKind::kInline ? 1 : spec_.workers;
     // Worker processes are forked here, after the plan and tiers exist and
     // before any thread starts (they inherit both; forking a multithreaded
@@ -1083,13 +1489,17 @@ Result<ComputeResult> Execution::Run() {
   ComputeSummary summary;
   summary.intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
   if (shm_) summary.intermediate_bytes_written += shm_->stats().bytes_spilled;
-  Status cleanup = Cleanup();
-  if (status.ok()) status = cleanup;
-  summary.seconds = Seconds(Clock::now());
   summary.tasks = plan_.total_tasks() - tasks_remaining_;
   summary.peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
   for (const WorkerProcess& proc : procs_) summary.peak_pool_bytes += proc.pool_peak;
   summary.peak_resident_intermediate_bytes = peak_resident_;
+  if (mpi()) {
+    Status figures = SummarizeMpi(&summary);
+    if (status.ok()) status = figures;
+  }
+  Status cleanup = mpi() ? CleanupMpi() : Cleanup();
+  if (status.ok()) status = cleanup;
+  summary.seconds = Seconds(Clock::now());
   Notify([&](Callback& cb) { cb.OnComputeEnd(plan_, status, summary); });
   if (!status.ok()) return status;
   // An array requested twice was computed once, into its first slot.
@@ -1110,9 +1520,8 @@ Result<ComputeResult> Execution::Run() {
 }  // namespace
 
 Result<ComputeResult> Execute(const Plan& plan, const ComputeOptions& options) {
-  if (plan.spec().executor == ExecutorKind::kMpi) {
-    return UnimplementedError(fmt::format("the '{}' executor is not available yet",
-                                          ExecutorName(plan.spec().executor)));
+  if (plan.spec().executor == ExecutorKind::kMpi && !mpi::Active()) {
+    STRATA_RETURN_IF_ERROR(mpi::Init());  // a plan made from a spec resolved elsewhere
   }
   Execution execution(plan, options);
   return execution.Run();

@@ -48,6 +48,23 @@
 // of the caller's process must not hold locks the workers need (malloc's are
 // safe under glibc).
 //
+// MPI (spec.executor == kMpi): SPMD. Every rank of an mpirun/srun job builds
+// the same plan and calls Execute, which is then collective (a plan that
+// differs between ranks is an error on every rank). Rank 0 schedules with
+// the loop above, one task at a time per rank: worker w is rank w (rank 0
+// runs its tasks on a thread of its own), and tasks go out over MPI with the
+// ranks holding each input block. Admission is per rank: a task starts on a
+// rank while its projection plus the memory-tier blocks that rank holds fit
+// in the rank's share of total_system_mem (its host's part, split between
+// the ranks on that host). Memory-tier blocks stay on the rank that made
+// them (spilling per block past its share of the tier) and travel to their
+// readers as MPI messages through each rank's BlockServer (mpi_tier.h); disk
+// and object tiers must be visible to every rank (work_dir on a shared
+// filesystem, or the object store). A retryable failure sends the task back
+// to the queue for another rank. Callbacks run on rank 0 only; every rank
+// returns the same status, summary and results. A rank that dies cannot be
+// recovered from (MPI ends the job); stores stay incomplete.
+//
 // Thread-safety: Execute may be called from any thread; it blocks until done.
 #ifndef STRATA_RUNTIME_EXECUTOR_H_
 #define STRATA_RUNTIME_EXECUTOR_H_

@@ -105,8 +105,8 @@ int Main(int argc, char** argv) {
     sub->add_option("--workers", rk.workers, "Worker threads or processes")
         ->capture_default_str();
     sub->add_option("--executor", rk.executor,
-                    "inline, threads, or processes (worker processes sharing chunks through "
-                    "shared memory)")
+                    "inline, threads, processes (worker processes sharing chunks through "
+                    "shared memory), or mpi (every rank of an mpirun/srun job; see README)")
         ->capture_default_str();
     sub->add_option("--tier", rk.tier, "Where intermediates go: auto, memory, spill, disk, object")
         ->capture_default_str();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/mpi.h"
 #include "strata/base/temp_dir.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
@@ -52,8 +53,11 @@ Status WriteMetadataOnly(const std::string& dir, const RechunkOptions& o) {
 
 }  // namespace
 
-Status RunRechunk(const RechunkOptions& o) {
-  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(o));
+Status RunRechunk(const RechunkOptions& given) {
+  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(given));
+  // Under mpi every rank runs this; rank 0 alone prints.
+  RechunkOptions o = given;
+  if (spec.executor == ExecutorKind::kMpi && mpi::Rank() != 0) o.quiet = true;
   std::unique_ptr<TempDir> scratch;
   std::string src = o.src;
   if (src.empty()) {
@@ -114,6 +118,15 @@ Status RunRechunk(const RechunkOptions& o) {
                o.src, o.dst, s.tasks, s.seconds, FormatBytes(s.peak_pool_bytes),
                FormatBytes(s.intermediate_bytes_written),
                FormatBytes(s.peak_resident_intermediate_bytes));
+    if (spec.executor == ExecutorKind::kMpi) {
+      fmt::print("mpi: {} ranks; {} moved between ranks; peak memory per rank", s.rank_memory_share.size(),
+                 FormatBytes(s.bytes_between_ranks));
+      for (size_t r = 0; r < s.rank_peak_pool_bytes.size(); ++r) {
+        fmt::print(" {}/{}", FormatBytes(s.rank_peak_pool_bytes[r]),
+                   FormatBytes(s.rank_memory_share[r]));
+      }
+      fmt::print(" (peak/share)\n");
+    }
   }
   return Status::Ok();
 }

@@ -1,0 +1,319 @@
+// The mpi executor. Run under mpirun (`mpirun -np 3 mpi_test`, registered
+// with CTest so): every rank runs every test, and each compute with
+// executor mpi is collective. Sources and the threads reference are written
+// by rank 0 alone, in a directory every rank sees.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "strata/api/test_util.h"
+#include "strata/base/mpi.h"
+#include "strata/base/temp_dir.h"
+#include "strata/core/synthetic.h"
+#include "strata/storage/zarr/zarr_array.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::RecordingCallback;
+
+int Rank() { return mpi::Rank(); }
+
+void Barrier() { ASSERT_TRUE(mpi::Barrier().ok()); }
+
+// A temporary directory shared by all ranks: rank 0's, removed by rank 0
+// after every rank is done with it.
+class SharedDir {
+ public:
+  SharedDir() {
+    std::array<char, 4096> path{};
+    if (Rank() == 0) {
+      dir_ = std::make_unique<TempDir>("strata-mpi-test");
+      std::memcpy(path.data(), dir_->path().data(), dir_->path().size());
+    }
+    EXPECT_TRUE(mpi::Broadcast(std::as_writable_bytes(std::span(path)), 0).ok());
+    path_ = path.data();
+  }
+  ~SharedDir() { mpi::Barrier().IgnoreError(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::unique_ptr<TempDir> dir_;
+  std::string path_;
+};
+
+// Files under `dir` (relative path -> contents).
+std::map<std::string, std::string> Files(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out[std::filesystem::relative(e.path(), dir).string()] = ss.str();
+  }
+  return out;
+}
+
+// Tasks here take microseconds: without a pause the first rank to start
+// could run them all, and a test of what happens between ranks would not
+// see any.
+void SlowDown() { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+
+Spec MpiSpec(TierChoice tier, const std::string& work_dir) {
+  Spec spec;
+  spec.allowed_mem = "16MB";
+  spec.reserved_mem = "1MB";
+  spec.executor = ExecutorKind::kMpi;
+  spec.tier = tier;
+  spec.work_dir = work_dir;
+  return spec;
+}
+
+// The same spec on the threads executor with 2 workers (the reference).
+Spec ThreadsSpec(Spec spec) {
+  spec.executor = ExecutorKind::kThreads;
+  spec.workers = 2;
+  return spec;
+}
+
+// Rank 0 writes synthetic data of `shape` in `chunks` at `path`.
+void WriteSource(const std::string& path, const Shape& shape, const Shape& chunks, uint64_t seed) {
+  if (Rank() == 0) {
+    Spec spec;
+    spec.allowed_mem = "400MB";
+    Result<NDArray> r = compute(to_zarr(random::random(shape, chunks, seed, spec), path));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+  Barrier();
+}
+
+TEST(MpiTest, RunsOnSeveralRanks) {
+  ASSERT_TRUE(mpi::Built());
+  Spec spec = MpiSpec(TierChoice::kAuto, "");
+  ASSERT_TRUE(ResolveSpec(spec).ok());
+  EXPECT_GE(mpi::Size(), 2) << "run this test under mpirun -np 3";
+  EXPECT_EQ(ResolveSpec(spec)->workers, mpi::Size());
+}
+
+struct TierCase {
+  TierChoice tier;
+  const char* name;
+};
+
+class MpiRechunkTest : public ::testing::TestWithParam<TierCase> {};
+
+// Random shapes and chunkings: identical chunk files to the threads
+// executor's, the data generated directly in the target chunks, the memory
+// contract, and nothing left in work_dir.
+TEST_P(MpiRechunkTest, MatchesThreadsByteForByte) {
+  std::mt19937 rng(777 + static_cast<int>(GetParam().tier));
+  SharedDir dir;
+  int64_t spilled = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const int rank = 1 + trial % 3;
+    Shape shape(rank);
+    for (int i = 0; i < rank; ++i) {
+      shape[i] = std::uniform_int_distribution<Index>(1, rank <= 2 ? 60 : 12)(rng);
+    }
+    Shape from = testing_util::RandomChunks(shape, rng);
+    Shape to = testing_util::RandomChunks(shape, rng);
+    SCOPED_TRACE(fmt::format("shape {} chunks {} -> {}", ShapeToString(shape),
+                             ShapeToString(from), ShapeToString(to)));
+    const std::string src = fmt::format("{}/src{}.zarr", dir.path(), trial);
+    WriteSource(src, shape, from, trial);
+    const std::string work = dir.path() + "/work";
+    Spec spec = MpiSpec(GetParam().tier, work);
+    const std::string dst = fmt::format("{}/mpi{}.zarr", dir.path(), trial);
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Result<NDArray> r = compute(to_zarr(from_zarr(src, spec).rechunk(to), dst), options);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (Rank() != 0) continue;
+    rec->ExpectWithinBudget();
+    const int64_t written = rec->summary.intermediate_bytes_written;
+    spilled += written;
+    if (GetParam().tier == TierChoice::kMemory) EXPECT_EQ(written, 0);
+    if (GetParam().tier == TierChoice::kDisk) EXPECT_GT(written, 0);
+    const std::string ref = fmt::format("{}/threads{}.zarr", dir.path(), trial);
+    Spec threads = ThreadsSpec(spec);
+    ASSERT_TRUE(compute(to_zarr(from_zarr(src, threads).rechunk(to), ref)).ok());
+    EXPECT_EQ(Files(dst), Files(ref));
+    Result<NDArray> got = compute(from_zarr(dst, threads));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+    FillSynthetic(want.view(), Box::FromShape(shape), shape, trial);
+    EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+    EXPECT_TRUE(Files(work).empty()) << "intermediates left behind";
+    EXPECT_FALSE(std::filesystem::exists(dst + "/.strata-incomplete"));
+  }
+  // Whether one small case spills depends on when blocks are read and freed;
+  // over all of them, some must.
+  if (Rank() == 0 && GetParam().tier == TierChoice::kSpill) EXPECT_GT(spilled, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, MpiRechunkTest,
+                         ::testing::Values(TierCase{TierChoice::kMemory, "memory"},
+                                           TierCase{TierChoice::kSpill, "spill"},
+                                           TierCase{TierChoice::kDisk, "disk"},
+                                           TierCase{TierChoice::kAuto, "auto"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A memory-tier rechunk moves its blocks between ranks as messages: nothing
+// is written to disk (no spill, no files), and bytes did travel.
+TEST(MpiTest, MemoryTierNeverTouchesDisk) {
+  SharedDir dir;
+  const Shape shape = {600, 800};
+  WriteSource(dir.path() + "/src.zarr", shape, {600, 40}, 3);
+  const std::string work = dir.path() + "/work";
+  Spec spec = MpiSpec(TierChoice::kMemory, work);
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp&, std::span<const Index>, int) {
+    SlowDown();
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(
+      to_zarr(from_zarr(dir.path() + "/src.zarr", spec).rechunk({40, 800}),
+              dir.path() + "/dst.zarr"),
+      options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  if (Rank() != 0) return;
+  EXPECT_EQ(rec->summary.intermediate_bytes_written, 0);
+  EXPECT_GT(rec->summary.bytes_between_ranks, 0);
+  EXPECT_FALSE(std::filesystem::exists(work)) << "the memory tier made a directory";
+  // Every rank ran tasks.
+  std::map<int, int> per_rank;
+  for (const TaskEndEvent& e : rec->events) ++per_rank[e.worker];
+  EXPECT_EQ(static_cast<int>(per_rank.size()), mpi::Size());
+}
+
+// total_system_mem is split between the ranks; each rank's measured peak
+// stays within its share even when the memory tier must spill.
+TEST(MpiTest, PeakMemoryPerRankStaysWithinItsShare) {
+  SharedDir dir;
+  const Shape shape = {1200, 1200};  // 11.5 MB
+  WriteSource(dir.path() + "/src.zarr", shape, {1200, 60}, 5);
+  Spec spec = MpiSpec(TierChoice::kAuto, dir.path() + "/work");
+  spec.allowed_mem = "8MB";
+  spec.total_system_mem = fmt::format("{}", int64_t{9'000'000} * mpi::Size());
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<NDArray> r = compute(
+      to_zarr(from_zarr(dir.path() + "/src.zarr", spec).rechunk({60, 1200}),
+              dir.path() + "/dst.zarr"),
+      options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  if (Rank() != 0) return;
+  rec->ExpectWithinBudget();
+  const ComputeSummary& s = rec->summary;
+  ASSERT_EQ(static_cast<int>(s.rank_peak_pool_bytes.size()), mpi::Size());
+  for (int k = 0; k < mpi::Size(); ++k) {
+    EXPECT_EQ(s.rank_memory_share[k], 9'000'000);
+    EXPECT_LE(s.rank_peak_pool_bytes[k], s.rank_memory_share[k]) << "rank " << k;
+  }
+  Result<NDArray> got = compute(from_zarr(dir.path() + "/dst.zarr"));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 5);
+  EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+}
+
+// Reductions (several rounds, with intermediates on other ranks) return the
+// same bytes on every rank as on threads.
+TEST(MpiTest, ReductionsMatchThreadsByteForByte) {
+  Spec spec = MpiSpec(TierChoice::kAuto, "");
+  spec.allowed_mem = "4MB";
+  auto expr = [](const Spec& s) {
+    Array a = random::random({900, 700}, {50, 70}, 11, s);
+    return std::vector<Array>{sum(a * 3 + 1, {0}), mean(a, {}), max(a.rechunk({900, 10}), {1})};
+  };
+  Result<std::vector<NDArray>> got = compute(expr(spec));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  Result<std::vector<NDArray>> want = compute(expr(ThreadsSpec(spec)));
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    ASSERT_EQ((*got)[i].shape(), (*want)[i].shape()) << i;
+    EXPECT_EQ(std::memcmp((*got)[i].data(), (*want)[i].data(), (*want)[i].nbytes()), 0)
+        << "result " << i;
+  }
+}
+
+// A task that fails (transiently) on one rank is retried on another.
+TEST(MpiTest, FailingTaskIsRetriedOnAnotherRank) {
+  Spec spec = MpiSpec(TierChoice::kAuto, "");
+  Array a = random::random({400, 100}, {20, 100}, 2, spec);
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp&, std::span<const Index>, int attempt) {
+    if (mpi::Rank() == 1 && attempt == 1) return UnavailableError("injected flaky rank 1");
+    SlowDown();
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(a + 1, options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  Result<NDArray> want = compute(random::random({400, 100}, {20, 100}, 2, ThreadsSpec(spec)) + 1);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(std::memcmp(got->data(), want->data(), want->nbytes()), 0);
+  if (Rank() != 0) return;
+  int retried = 0;
+  for (const TaskEndEvent& e : rec->events) {
+    if (e.attempts > 1) {
+      ++retried;
+      EXPECT_NE(e.worker, 1) << "a retry ran on the rank that failed";
+    }
+    if (e.worker == 1) {
+      EXPECT_GT(e.attempts, 1);
+    }
+  }
+  EXPECT_GT(retried, 0);
+}
+
+// A task that fails for good fails the compute on every rank with the same
+// error, and the store stays visibly incomplete.
+TEST(MpiTest, FatalErrorReachesEveryRankAndLeavesStoreIncomplete) {
+  SharedDir dir;
+  Spec spec = MpiSpec(TierChoice::kAuto, "");
+  Array a = random::random({40, 10}, {5, 10}, 2, spec);
+  ComputeOptions options;
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int) {
+    if (op.node->kind == NodeKind::kStore && block[0] == 5) return DataLossError("injected");
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(to_zarr(a, dir.path() + "/out.zarr"), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("task 5.0 of to_zarr"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out.zarr/.strata-incomplete"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out.zarr/.zarray"));
+}
+
+// Ranks that build different plans are told so, on every rank.
+TEST(MpiTest, DifferentPlansOnRanksAreAnError) {
+  Spec spec = MpiSpec(TierChoice::kAuto, "");
+  Array a = random::random({40, 10}, {5 + (Rank() == 1 ? 1 : 0), 10}, 2, spec);
+  Result<NDArray> r = compute(a + 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("different plan"), std::string_view::npos)
+      << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,230 @@
+#include "strata/runtime/mpi_tier.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "strata/base/mpi.h"
+
+namespace strata {
+namespace {
+
+// Tags of the block server's messages (the executor uses others).
+constexpr int kTagServe = 0x5301;      // a request to a server
+constexpr int kTagServeData = 0x5302;  // its answer: a header, then the bytes
+
+enum RequestType : int64_t { kFetch = 1, kErase = 2, kStop = 3 };
+
+// One fetch at a time per rank, so that a header and its bytes are never
+// interleaved with another fetch's from the same owner.
+std::mutex fetch_mu;
+
+std::span<const std::byte> AsBytes(const std::vector<int64_t>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+// The header of an answer: the status code, then its message.
+std::vector<std::byte> EncodeHeader(const Status& s) {
+  std::vector<std::byte> out(sizeof(int64_t) + s.message().size());
+  const int64_t code = static_cast<int64_t>(s.code());
+  std::memcpy(out.data(), &code, sizeof code);
+  if (!s.message().empty()) {
+    std::memcpy(out.data() + sizeof code, s.message().data(), s.message().size());
+  }
+  return out;
+}
+
+Status DecodeHeader(const std::vector<std::byte>& bytes) {
+  if (bytes.size() < sizeof(int64_t)) return InternalError("short block server header");
+  int64_t code = 0;
+  std::memcpy(&code, bytes.data(), sizeof code);
+  if (code == 0) return Status::Ok();
+  return Status(static_cast<StatusCode>(code),
+                std::string(reinterpret_cast<const char*>(bytes.data()) + sizeof code,
+                            bytes.size() - sizeof code));
+}
+
+}  // namespace
+
+MpiIntermediateStore::MpiIntermediateStore(int op, ChunkGrid grid, DType dtype,
+                                           std::unique_ptr<IntermediateStore> local,
+                                           std::function<int(Index)> owner)
+    : op_(op),
+      grid_(std::move(grid)),
+      dtype_(dtype),
+      local_(std::move(local)),
+      owner_(std::move(owner)) {}
+
+int MpiIntermediateStore::Owner(std::span<const Index> block) const {
+  return owner_(LinearIndex(block, grid_.grid_shape()));
+}
+
+Status MpiIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+  return local_->Put(block, std::move(data));
+}
+
+Result<std::shared_ptr<const NDArray>> MpiIntermediateStore::Get(std::span<const Index> block,
+                                                                 MemoryPool& pool) {
+  const int owner = Owner(block);
+  STRATA_RETURN_IF_ERROR(CheckOwner(owner, block));
+  if (owner == mpi::Rank()) return local_->Get(block, pool);
+  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, grid_.BlockShape(block)));
+  STRATA_RETURN_IF_ERROR(Fetch(owner, block, Box(Shape(a.rank(), 0), a.shape()), a.view()));
+  return std::make_shared<const NDArray>(std::move(a));
+}
+
+Status MpiIntermediateStore::CheckOwner(int owner, std::span<const Index> block) const {
+  if (owner >= 0 && owner < mpi::Size()) return Status::Ok();
+  return InternalError(fmt::format("no rank is known to hold block {} of op {}",
+                                   JoinIndices(block, '.'), op_));
+}
+
+Result<BlockView> MpiIntermediateStore::View(std::span<const Index> block, MemoryPool& pool) {
+  if (Owner(block) == mpi::Rank()) return local_->View(block, pool);
+  return IntermediateStore::View(block, pool);
+}
+
+Status MpiIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
+                                       const ArrayView& out) {
+  const int owner = Owner(block);
+  STRATA_RETURN_IF_ERROR(CheckOwner(owner, block));
+  if (owner == mpi::Rank()) return local_->GetRegion(block, region, out);
+  if (out.is_contiguous()) return Fetch(owner, block, region, out);
+  // A strided destination (a slice of a larger block): stage the region.
+  std::vector<std::byte> staging(static_cast<size_t>(region.num_elements() * dtype_.size()));
+  ArrayView staged = ArrayView::Contiguous(staging.data(), dtype_, region.shape);
+  STRATA_RETURN_IF_ERROR(Fetch(owner, block, region, staged));
+  CopyArray(staged, out);
+  return Status::Ok();
+}
+
+Status MpiIntermediateStore::Fetch(int owner, std::span<const Index> block, const Box& region,
+                                   const ArrayView& out) {
+  std::vector<int64_t> request = {kFetch, op_, LinearIndex(block, grid_.grid_shape()),
+                                  region.rank()};
+  request.insert(request.end(), region.origin.begin(), region.origin.end());
+  request.insert(request.end(), region.shape.begin(), region.shape.end());
+  std::lock_guard lock(fetch_mu);
+  Status s = mpi::Send(owner, kTagServe, AsBytes(request));
+  if (s.ok()) {
+    Result<std::vector<std::byte>> header = mpi::ReceiveAny(owner, kTagServeData, nullptr);
+    s = header.ok() ? DecodeHeader(*header) : header.status();
+  }
+  if (s.ok()) s = mpi::Receive(owner, kTagServeData, out.bytes());
+  if (!s.ok()) {
+    return s.WithContext(fmt::format("fetching block {} from rank {}",
+                                     JoinIndices(block, '.'), owner));
+  }
+  bytes_fetched_ += static_cast<int64_t>(out.bytes().size());
+  return Status::Ok();
+}
+
+Status MpiIntermediateStore::EraseLocal(Index linear) {
+  Shape block(grid_.rank());
+  UnravelIndex(linear, grid_.grid_shape(), block);
+  return local_->Erase(block);
+}
+
+Status MpiIntermediateStore::Serve(int to, Index linear, const Box& region, MemoryPool& pool) {
+  Shape block(grid_.rank());
+  UnravelIndex(linear, grid_.grid_shape(), block);
+  // The whole block, when it is in RAM, goes out without a copy; a region is
+  // staged contiguous first.
+  std::shared_ptr<const NDArray> whole;
+  std::optional<NDArray> staged;
+  Status s;
+  if (region.shape == grid_.BlockShape(block) && region.rank() == grid_.rank()) {
+    Result<std::shared_ptr<const NDArray>> got = local_->Get(block, pool);
+    if (got.ok()) {
+      whole = *std::move(got);
+    } else {
+      s = got.status();
+    }
+  } else {
+    Result<NDArray> buffer = NDArray::Allocate(pool, dtype_, region.shape);
+    s = buffer.status();
+    if (s.ok()) s = local_->GetRegion(block, region, buffer->view());
+    if (s.ok()) staged = *std::move(buffer);
+  }
+  STRATA_RETURN_IF_ERROR(mpi::Send(to, kTagServeData, EncodeHeader(s)));
+  if (!s.ok()) return Status::Ok();  // the reader reports it
+  return mpi::Send(to, kTagServeData, whole ? whole->bytes() : staged->bytes());
+}
+
+Status MpiIntermediateStore::Erase(std::span<const Index> block) {
+  const int owner = Owner(block);
+  STRATA_RETURN_IF_ERROR(CheckOwner(owner, block));
+  if (owner == mpi::Rank()) return local_->Erase(block);
+  std::vector<int64_t> request = {kErase, op_, LinearIndex(block, grid_.grid_shape()),
+                                  static_cast<int64_t>(block.size())};
+  return mpi::Send(owner, kTagServe, AsBytes(request));
+}
+
+BlockServer::BlockServer(std::vector<MpiIntermediateStore*> stores,
+                         std::shared_ptr<MemoryPool> pool)
+    : stores_(std::move(stores)), pool_(std::move(pool)) {}
+
+BlockServer::~BlockServer() {
+  if (thread_.joinable()) {
+    // Not stopped by rank 0 (a failure on the way): stop it from here.
+    std::vector<int64_t> request = {kStop, -1, -1, 0};
+    if (mpi::Send(mpi::Rank(), kTagServe, AsBytes(request)).ok()) {
+      thread_.join();
+    } else {
+      thread_.detach();
+    }
+  }
+}
+
+void BlockServer::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+Status BlockServer::StopAll() {
+  std::vector<int64_t> request = {kStop, -1, -1, 0};
+  Status first;
+  for (int r = 0; r < mpi::Size(); ++r) {
+    Status s = mpi::Send(r, kTagServe, AsBytes(request));
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+Status BlockServer::Join() {
+  if (thread_.joinable()) thread_.join();
+  return status_;
+}
+
+void BlockServer::Loop() {
+  while (true) {
+    int from = -1;
+    Result<std::vector<std::byte>> message = mpi::ReceiveAny(-1, kTagServe, &from);
+    if (!message.ok()) {
+      status_ = message.status();
+      return;
+    }
+    std::vector<int64_t> request(message->size() / sizeof(int64_t));
+    if (!request.empty()) {
+      std::memcpy(request.data(), message->data(), request.size() * sizeof(int64_t));
+    }
+    if (request.size() >= 1 && request[0] == kStop) return;
+    Status s = Serve(from, request);
+    if (!s.ok() && status_.ok()) status_ = s;
+  }
+}
+
+Status BlockServer::Serve(int from, std::span<const int64_t> request) {
+  const bool known = request.size() >= 4 && request[1] >= 0 &&
+                     request[1] < static_cast<int64_t>(stores_.size()) && stores_[request[1]];
+  const int64_t rank = known ? request[3] : -1;
+  if (known && request[0] == kErase) return stores_[request[1]]->EraseLocal(request[2]);
+  if (!known || request[0] != kFetch || rank < 0 ||
+      request.size() != 4 + 2 * static_cast<size_t>(rank)) {
+    return InternalError(fmt::format("rank {} sent a malformed block request", from));
+  }
+  Box region(Shape(request.begin() + 4, request.begin() + 4 + rank),
+             Shape(request.begin() + 4 + rank, request.end()));
+  return stores_[request[1]]->Serve(from, request[2], region, *pool_);
+}
+
+}  // namespace strata
