@@ -203,3 +203,12 @@ def test_interrupted_output_is_clearly_incomplete(strata, tmp_path):
     strata("copy", src, dst, "--workers", "1")
     assert not os.path.exists(dst / ".strata-incomplete")
     np.testing.assert_array_equal(zarr.open_array(str(dst), mode="r")[...], z[...])
+
+
+@pytest.mark.parametrize("option,value", [("--tier", "bogus"), ("--executor", "bogus")])
+def test_rechunk_unknown_choice_is_a_usage_error(strata, tmp_path, option, value):
+    # Caught before SRC is even opened: exit 2, like every usage error.
+    proc = strata("rechunk", tmp_path / "A", tmp_path / "B", "--chunks", "5", option, value,
+                  check=False)
+    assert_clean_failure(proc, 2, value)
+    assert not os.path.exists(tmp_path / "B")

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/base/system_info.h"
+#include "strata/plan/spec.h"
 #include "strata/tools/commands.h"
 
 namespace strata {
@@ -211,6 +212,8 @@ int Main(int argc, char** argv) {
         }
       }
       check_workers(rk.workers);
+      OrUsage(ParseExecutor(rk.executor));
+      OrUsage(ParseTierChoice(rk.tier));
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
       if (rk_format != 0) rk.zarr_format = ParseFormat(rk_format);
       if (rk.plan_only) {
