@@ -125,7 +125,7 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
     // Idle buffers of other sizes give their memory back only when a new
     // mapping would take the allocator past its limit: evicting eagerly would
     // throw away exactly the buffers the next chunk of the same size reuses.
-    int64_t over = stats_.bytes_held + capacity - options_.max_held_bytes;
+    int64_t over = stats_.bytes_held + capacity - MaxHeldLocked();
     if (over > 0) EvictLocked(over);
   }
   std::byte* p = MapAligned(capacity);
@@ -184,6 +184,23 @@ void BufferAllocator::ReleaseCache() {
   }
   cache_.clear();
   stats_.bytes_cached = 0;
+}
+
+int64_t BufferAllocator::MaxHeldLocked() const {
+  return limits_.empty() ? options_.max_held_bytes
+                         : std::min(options_.max_held_bytes, *limits_.begin());
+}
+
+std::shared_ptr<void> BufferAllocator::LimitHeld(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  limits_.insert(bytes);
+  EvictLocked(std::max<int64_t>(0, stats_.bytes_held - MaxHeldLocked()));
+  // The token only needs to run its deleter; `this` outlives it (the
+  // allocator is shared by the pools of whoever holds the token).
+  return std::shared_ptr<void>(reinterpret_cast<void*>(1), [this, bytes](void*) {
+    std::lock_guard lock(mu_);
+    limits_.erase(limits_.find(bytes));
+  });
 }
 
 BufferAllocator::Stats BufferAllocator::stats() const {

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 
@@ -108,6 +109,12 @@ class BufferAllocator {
 
   // Returns every idle buffer to the OS.
   void ReleaseCache();
+
+  // Lowers the limit on what the allocator holds (in use + idle) to `bytes`
+  // until the returned token is destroyed (the lowest of the live tokens
+  // wins), evicting idle buffers past it now. A compute holds one for its
+  // total_system_mem, so recycled buffers never take the process past it.
+  std::shared_ptr<void> LimitHeld(int64_t bytes);
   Stats stats() const;
 
   // Requests at least this large are recycled.
@@ -116,12 +123,14 @@ class BufferAllocator {
 
  private:
   void EvictLocked(int64_t bytes_needed);
+  int64_t MaxHeldLocked() const;
 
   Options options_;
   mutable std::mutex mu_;
   // capacity -> (sequence, data); the sequence picks the oldest to evict.
   std::multimap<int64_t, std::pair<uint64_t, std::byte*>> cache_;
   uint64_t sequence_ = 0;
+  std::multiset<int64_t> limits_;  // from LimitHeld
   Stats stats_;
 };
 

@@ -104,6 +104,28 @@ TEST(MemoryPoolTest, CacheIsBounded) {
   EXPECT_EQ(allocator->stats().bytes_held, allocator->stats().bytes_cached);
 }
 
+TEST(MemoryPoolTest, HeldLimitEvictsIdleBuffersWhileItLives) {
+  auto allocator = std::make_shared<BufferAllocator>();
+  auto root = MemoryPool::NewRoot({"root", 0}, allocator);
+  { Buffer b = *root->Allocate(8 << 20); }
+  EXPECT_EQ(allocator->stats().bytes_cached, 8 << 20);  // kept for reuse
+  {
+    std::shared_ptr<void> limit = allocator->LimitHeld(10 << 20);
+    // A 4 MB buffer cannot reuse the idle 8 MB one, and a new mapping would
+    // take the allocator past 10 MB: the idle one goes first.
+    Buffer c = *root->Allocate(4 << 20);
+    EXPECT_EQ(allocator->stats().bytes_cached, 0);
+    EXPECT_LE(allocator->stats().bytes_held, 10 << 20);
+  }
+  // Without the limit, idle buffers stay again.
+  EXPECT_EQ(allocator->stats().bytes_cached, 4 << 20);
+  { Buffer d = *root->Allocate(6 << 20); }
+  EXPECT_EQ(allocator->stats().bytes_cached, 10 << 20);
+  // A limit below what is idle evicts at once.
+  std::shared_ptr<void> tight = allocator->LimitHeld(1 << 20);
+  EXPECT_EQ(allocator->stats().bytes_cached, 0);
+}
+
 TEST(MemoryPoolTest, ZeroSizeBufferIsUsable) {
   Buffer b = *MemoryPool::Default()->Allocate(0);
   EXPECT_NE(b.data(), nullptr);

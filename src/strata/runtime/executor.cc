@@ -267,6 +267,7 @@ class Execution {
   const ComputeOptions& options_;
   std::vector<OpState> state_;
   std::shared_ptr<MemoryPool> root_pool_;
+  std::shared_ptr<void> held_limit_;  // recycled buffers stay within our memory
   std::shared_ptr<MemoryPool> tier_pool_;
   std::string run_dir_;
   bool made_run_dir_ = false;
@@ -339,6 +340,7 @@ Status Execution::PrepareResults() {
   const int64_t memory = mpi() ? rank_share_[rank_] : spec_.total_system_mem;
   const int64_t ram_tier = mpi() ? rank_ram_[rank_] : plan_.ram_tier_capacity();
   root_pool_ = MemoryPool::Default()->NewChild({"compute", memory});
+  held_limit_ = root_pool_->allocator()->LimitHeld(memory);
   tier_pool_ = root_pool_->NewChild({"memory tier", 0});
   ram_budget_ = std::make_shared<RamBudget>(ram_tier);
   const auto& ops = plan_.ops();
