@@ -3,7 +3,6 @@ and a rank that dies ends the run with an error and leaves DST incomplete.
 
 Skipped when mpirun is absent or the binary was built without MPI.
 """
-import hashlib
 import os
 import shutil
 import signal
@@ -11,6 +10,8 @@ import subprocess
 import time
 
 import pytest
+
+from conftest import tree_digest
 
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed")
@@ -25,17 +26,6 @@ def mpi_env():
 
 def mpirun(strata, ranks, *args):
     return [MPIRUN, "-np", str(ranks), "--oversubscribe", strata.path, *map(str, args)]
-
-
-def tree_digest(path):
-    """Relative path -> sha256 of every file under `path`."""
-    out = {}
-    for root, _, files in os.walk(path):
-        for name in files:
-            full = os.path.join(root, name)
-            with open(full, "rb") as f:
-                out[os.path.relpath(full, path)] = hashlib.sha256(f.read()).hexdigest()
-    return out
 
 
 @pytest.fixture
