@@ -35,6 +35,9 @@ class ShmStoreTestPeer {
   static int32_t ObjectWaiters(ShmStore& store) { return store.ObjectWaitersForTesting(); }
   static void Lock(ShmStore& store) { store.LockForTesting(); }
   static void Scramble(ShmStore& store) { store.ScrambleDerivedStateForTesting(); }
+  static void MakeResident(ShmStore& store, int32_t first_page, int32_t end_page) {
+    store.MakeResident({first_page, end_page});
+  }
 };
 
 }  // namespace internal_runtime
@@ -321,6 +324,38 @@ TEST(ShmStoreTest, CreateSealGetReleaseDelete) {
   EXPECT_FALSE(store->Contains(id));
   EXPECT_EQ(store->used(), 0);
   EXPECT_EQ(store->stats().num_objects, 0);
+  EXPECT_EQ(ShmStoreTestPeer::Validate(*store), "");
+}
+
+// The data is made resident a batch ahead of the allocator (whole huge pages
+// where the kernel allows), and doing so never changes bytes already there:
+// neither those of objects written before, nor those another process writes
+// meanwhile.
+TEST(ShmStoreTest, DataIsMadeResidentAheadOfUseWithoutChangingIt) {
+  Watchdog watchdog(60);
+  constexpr int64_t kMiB = 1 << 20;
+  auto store = NewStore(Options(256 * kMiB));
+  EXPECT_EQ(store->stats().resident_bytes, 0);
+  ASSERT_TRUE(Put(*store, {1, 0}, kMiB + 5, 1).ok());
+  EXPECT_EQ(store->stats().resident_bytes, 64 * kMiB);  // one batch
+  ASSERT_TRUE(Put(*store, {1, 1}, 10 * kMiB, 2).ok());
+  EXPECT_EQ(store->stats().resident_bytes, 64 * kMiB);  // still within it
+  // Past the frontier: resident up to a batch beyond, in whole 2 MiB pages.
+  const pid_t writer = Spawn([&] { return Put(*store, {1, 2}, 100 * kMiB, 3).ok() ? 0 : 1; });
+  // Again over what is there, while the child writes.
+  ShmStoreTestPeer::MakeResident(*store, 0, (128 * kMiB) / 4096);
+  ASSERT_EQ(Join(writer), 0);
+  EXPECT_EQ(store->stats().resident_bytes, 128 * kMiB);
+  ShmStoreTestPeer::MakeResident(*store, 0, (128 * kMiB) / 4096);
+  for (int64_t block = 0; block < 3; ++block) {
+    auto view = store->Get(ObjectId{1, block}, ShmStore::kNoWait);
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_TRUE(Matches(*view, block + 1)) << "object " << block;
+    ASSERT_TRUE(store->Release({1, block}).ok());
+  }
+  // To the last page, never past it.
+  ASSERT_TRUE(Put(*store, {1, 3}, 144 * kMiB + 512 * kKiB, 4).ok());
+  EXPECT_EQ(store->stats().resident_bytes, 256 * kMiB);
   EXPECT_EQ(ShmStoreTestPeer::Validate(*store), "");
 }
 
