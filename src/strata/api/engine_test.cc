@@ -1,8 +1,11 @@
 // End-to-end tests of the engine through the public API: results against
 // single-chunk references over many chunkings, identical bytes across
 // executors and with fusion on and off, the memory contract, and bad input.
+// The suite runs on the threads and the processes executor.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -19,13 +22,40 @@ namespace {
 using testing_util::RecordingCallback;
 using testing_util::SmallSpec;
 
-NDArray Compute(const Array& a, ExecutorKind executor = ExecutorKind::kThreads, bool fuse = true) {
+// On the executor of `a`'s spec.
+NDArray Compute(const Array& a, bool fuse = true) {
   PlanOptions p;
   if (!fuse) p.disabled_passes.insert("fuse");
   Result<NDArray> r = compute(a, {}, p);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r).value() : NDArray();
 }
+
+// Every test runs on each executor (the parameter). Most check results
+// exactly against references, which makes every executor's bytes the same;
+// where a check has a tolerance, ComputeSameOnThreads compares the bytes too.
+class EngineTest : public ::testing::TestWithParam<ExecutorKind> {
+ protected:
+  Spec Small() const { return SmallSpec(GetParam()); }
+
+  // Computes build(Small()); on an executor other than threads also
+  // build(SmallSpec(threads)), and expects the same bytes.
+  NDArray ComputeSameOnThreads(const std::function<Array(const Spec&)>& build) const {
+    NDArray got = Compute(build(Small()));
+    if (GetParam() != ExecutorKind::kThreads) {
+      NDArray want = Compute(build(SmallSpec(ExecutorKind::kThreads)));
+      EXPECT_EQ(got.shape(), want.shape());
+      EXPECT_TRUE(got.nbytes() == want.nbytes() &&
+                  std::memcmp(got.data(), want.data(), got.nbytes()) == 0)
+          << ExecutorName(GetParam()) << " computed other bytes than threads";
+    }
+    return got;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Executors, EngineTest,
+                         ::testing::Values(ExecutorKind::kThreads, ExecutorKind::kProcesses),
+                         [](const auto& info) { return std::string(ExecutorName(info.param)); });
 
 // Reference: the synthetic array of `shape` as one NDArray.
 NDArray Reference(const Shape& shape, uint64_t seed) {
@@ -34,16 +64,16 @@ NDArray Reference(const Shape& shape, uint64_t seed) {
   return a;
 }
 
-TEST(EngineTest, RandomMatchesSyntheticInAnyChunking) {
+TEST_P(EngineTest, RandomMatchesSyntheticInAnyChunking) {
   Shape shape = {17, 9};
   NDArray ref = Reference(shape, 5);
   for (Shape chunks : {Shape{17, 9}, Shape{4, 4}, Shape{1, 9}, Shape{17, 1}, Shape{5, 2}}) {
-    NDArray got = Compute(random::random(shape, chunks, 5, SmallSpec()));
+    NDArray got = Compute(random::random(shape, chunks, 5, Small()));
     EXPECT_TRUE(ArraysEqual(got.view(), ref.view(), false)) << ShapeToString(chunks);
   }
 }
 
-TEST(EngineTest, ElementwiseAgainstReference) {
+TEST_P(EngineTest, ElementwiseAgainstReference) {
   std::mt19937 rng(1);
   Shape shape = {13, 7, 5};
   NDArray x = Reference(shape, 1);
@@ -51,8 +81,8 @@ TEST(EngineTest, ElementwiseAgainstReference) {
   for (int trial = 0; trial < 6; ++trial) {
     Shape c1 = testing_util::RandomChunks(shape, rng);
     Shape c2 = testing_util::RandomChunks(shape, rng);
-    Array a = random::random(shape, c1, 1, SmallSpec());
-    Array b = random::random(shape, c2, 2, SmallSpec());
+    Array a = random::random(shape, c1, 1, Small());
+    Array b = random::random(shape, c2, 2, Small());
     Array expr = sqrt(a * b + 1.5) - b / 2.0;
     NDArray got = Compute(expr);
     ASSERT_EQ(got.shape(), shape);
@@ -65,28 +95,30 @@ TEST(EngineTest, ElementwiseAgainstReference) {
   }
 }
 
-TEST(EngineTest, BroadcastingAndScalars) {
-  Array col = arange(0, 4, 1, {2}, DTypeId::kFloat64, SmallSpec()).reshape({4, 1});
-  Array row = arange(0, 3, 1, {3}, DTypeId::kFloat64, SmallSpec());
+TEST_P(EngineTest, BroadcastingAndScalars) {
+  Array col = arange(0, 4, 1, {2}, DTypeId::kFloat64, Small()).reshape({4, 1});
+  Array row = arange(0, 3, 1, {3}, DTypeId::kFloat64, Small());
   NDArray got = Compute(col * 10 + row);
   ASSERT_EQ(got.shape(), Shape({4, 3}));
   for (Index i = 0; i < 4; ++i)
     for (Index j = 0; j < 3; ++j) EXPECT_EQ(got.data_as<double>()[i * 3 + j], i * 10.0 + j);
 }
 
-TEST(EngineTest, SumMeanVarOverEveryAxisSubset) {
+TEST_P(EngineTest, SumMeanVarOverEveryAxisSubset) {
   Shape shape = {9, 6, 4};
   NDArray x = Reference(shape, 3);
   std::mt19937 rng(2);
   std::vector<std::vector<int>> subsets = {{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {}};
   for (const auto& axes : subsets) {
     Shape chunks = testing_util::RandomChunks(shape, rng);
-    Array a = random::random(shape, chunks, 3, SmallSpec());
     ReduceOptions two;
     two.split_every = 2;
-    NDArray s = Compute(sum(a, axes, two));
-    NDArray m = Compute(mean(a, axes));
-    NDArray v = Compute(var(a, axes, two));
+    auto source = [&](const Spec& spec) { return random::random(shape, chunks, 3, spec); };
+    NDArray s =
+        ComputeSameOnThreads([&](const Spec& spec) { return sum(source(spec), axes, two); });
+    NDArray m = ComputeSameOnThreads([&](const Spec& spec) { return mean(source(spec), axes); });
+    NDArray v =
+        ComputeSameOnThreads([&](const Spec& spec) { return var(source(spec), axes, two); });
     // Reference by brute force.
     std::vector<int> all = axes.empty() ? std::vector<int>{0, 1, 2} : axes;
     Shape out_shape;
@@ -115,10 +147,10 @@ TEST(EngineTest, SumMeanVarOverEveryAxisSubset) {
   }
 }
 
-TEST(EngineTest, KeepdimsAndArgmax) {
+TEST_P(EngineTest, KeepdimsAndArgmax) {
   Shape shape = {5, 8};
   NDArray x = Reference(shape, 4);
-  Array a = random::random(shape, {2, 3}, 4, SmallSpec());
+  Array a = random::random(shape, {2, 3}, 4, Small());
   ReduceOptions keep;
   keep.keepdims = true;
   NDArray mx = Compute(max(a, {1}, keep));
@@ -136,29 +168,30 @@ TEST(EngineTest, KeepdimsAndArgmax) {
   EXPECT_EQ(flat.shape(), Shape());
 }
 
-TEST(EngineTest, SameBytesOnInlineAndThreadsAndWithoutFusion) {
-  Spec spec = SmallSpec();
+TEST_P(EngineTest, SameBytesAsInlineAndWithoutFusion) {
+  Spec spec = Small();
   Array a = random::random({40, 30}, {7, 11}, 9, spec);
   Array b = random::random({40, 30}, {13, 5}, 10, spec);
   Array expr = sum(exp(a) * b - a, {0});
-  NDArray threads = Compute(expr, ExecutorKind::kThreads, true);
+  NDArray fused = Compute(expr, true);
   Spec inline_spec = spec;
   inline_spec.executor = ExecutorKind::kInline;
   Array a2 = random::random({40, 30}, {7, 11}, 9, inline_spec);
   Array b2 = random::random({40, 30}, {13, 5}, 10, inline_spec);
-  NDArray inl = Compute(sum(exp(a2) * b2 - a2, {0}), ExecutorKind::kInline, true);
-  NDArray unfused = Compute(expr, ExecutorKind::kThreads, false);
-  ASSERT_EQ(threads.nbytes(), inl.nbytes());
-  EXPECT_EQ(0, std::memcmp(threads.data(), inl.data(), threads.nbytes()));
-  EXPECT_EQ(0, std::memcmp(threads.data(), unfused.data(), threads.nbytes()));
+  NDArray inl = Compute(sum(exp(a2) * b2 - a2, {0}), true);
+  NDArray unfused = Compute(expr, false);
+  ASSERT_EQ(fused.nbytes(), inl.nbytes());
+  EXPECT_EQ(0, std::memcmp(fused.data(), inl.data(), fused.nbytes()));
+  EXPECT_EQ(0, std::memcmp(fused.data(), unfused.data(), fused.nbytes()));
 }
 
-TEST(EngineTest, MeasuredWithinProjectedWithinAllowed) {
+TEST_P(EngineTest, MeasuredWithinProjectedWithinAllowed) {
   // ~50 MB chunks under a budget that forces tight plans.
   Spec spec;
   spec.allowed_mem = "400MB";
   spec.reserved_mem = "10MB";
   spec.workers = 2;
+  spec.executor = GetParam();
   Array a = random::random({2500, 5000}, {1250, 5000}, 1, spec);  // 50 MB chunks
   Array b = random::random({2500, 5000}, {1250, 5000}, 2, spec);
   auto rec = std::make_shared<RecordingCallback>();
@@ -169,9 +202,9 @@ TEST(EngineTest, MeasuredWithinProjectedWithinAllowed) {
   rec->ExpectWithinBudget();
 }
 
-TEST(EngineTest, ToZarrThenFromZarrRoundTrip) {
+TEST_P(EngineTest, ToZarrThenFromZarrRoundTrip) {
   TempDir dir;
-  Spec spec = SmallSpec();
+  Spec spec = Small();
   Array a = random::random({30, 20}, {7, 6}, 11, spec);
   Result<NDArray> stored = compute(to_zarr(a * 2.0, dir.path() + "/out.zarr"));
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
@@ -185,9 +218,9 @@ TEST(EngineTest, ToZarrThenFromZarrRoundTrip) {
   }
 }
 
-TEST(EngineTest, DiskTierLeavesWorkDirEmpty) {
+TEST_P(EngineTest, DiskTierLeavesWorkDirEmpty) {
   TempDir dir;
-  Spec spec = SmallSpec();
+  Spec spec = Small();
   spec.work_dir = dir.path() + "/work";
   spec.tier = TierChoice::kDisk;
   Array a = random::random({20, 20}, {5, 20}, 3, spec);
@@ -209,8 +242,8 @@ TEST(EngineTest, DiskTierLeavesWorkDirEmpty) {
   }
 }
 
-TEST(EngineTest, BadInputGivesClearErrors) {
-  Spec spec = SmallSpec();
+TEST_P(EngineTest, BadInputGivesClearErrors) {
+  Spec spec = Small();
   Array a = random::random({4, 5}, {2, 5}, 1, spec);
   Array b = random::random({3, 5}, {3, 5}, 1, spec);
   Result<NDArray> mismatch = compute(a + b);
@@ -226,7 +259,7 @@ TEST(EngineTest, BadInputGivesClearErrors) {
 
   // A chunk larger than the budget: refused before anything runs or is written.
   TempDir dir;
-  Spec tight;
+  Spec tight = Small();
   tight.allowed_mem = "10MB";
   tight.reserved_mem = "1MB";
   Array big = random::random({2000, 2000}, {2000, 2000}, 1, tight);  // 32 MB chunk
@@ -250,9 +283,9 @@ TEST(EngineTest, BadInputGivesClearErrors) {
   EXPECT_NE(badspec.status().message().find("allowed_mem"), std::string_view::npos);
 }
 
-TEST(EngineTest, FatalTaskErrorCancelsAndLeavesStoreIncomplete) {
+TEST_P(EngineTest, FatalTaskErrorCancelsAndLeavesStoreIncomplete) {
   TempDir dir;
-  Spec spec = SmallSpec();
+  Spec spec = Small();
   Array a = random::random({40, 10}, {5, 10}, 2, spec);
   ComputeOptions options;
   options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
@@ -272,25 +305,26 @@ TEST(EngineTest, FatalTaskErrorCancelsAndLeavesStoreIncomplete) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out.zarr/.zarray"));
 }
 
-TEST(EngineTest, TransientErrorsAreRetried) {
-  Spec spec = SmallSpec();
+TEST_P(EngineTest, TransientErrorsAreRetried) {
+  Spec spec = Small();
   Array a = random::random({10, 10}, {5, 5}, 2, spec);
-  std::atomic<int> failures{0};
+  auto rec = std::make_shared<RecordingCallback>();
   ComputeOptions options;
-  options.fault_injector = [&](const PlannedOp&, std::span<const Index> block, int attempt) {
-    if (attempt == 1 && block[0] == 1) {
-      ++failures;
-      return UnavailableError("flaky disk");
-    }
+  options.callbacks.push_back(rec);
+  // (Counted from the events: on processes the injector runs in a worker.)
+  options.fault_injector = [](const PlannedOp&, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && block[0] == 1) return UnavailableError("flaky disk");
     return Status::Ok();
   };
   Result<NDArray> r = compute(a + 1, options);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_GT(failures.load(), 0);
+  int retried = 0;
+  for (const TaskEndEvent& e : rec->events) retried += e.attempts == 2;
+  EXPECT_GT(retried, 0);
 }
 
-TEST(EngineTest, PlanReportsFusionAndMemory) {
-  Spec spec = SmallSpec();
+TEST_P(EngineTest, PlanReportsFusionAndMemory) {
+  Spec spec = Small();
   Array a = random::random({100, 100}, {50, 50}, 1, spec);
   Result<std::shared_ptr<const Plan>> p = plan({sum(a * 2 + 1)});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -299,16 +333,15 @@ TEST(EngineTest, PlanReportsFusionAndMemory) {
   EXPECT_NE((*p)->ToJson().find("\"projected_mem\""), std::string::npos);
 }
 
-TEST(EngineTest, ManyTasksScheduleWithoutEdgeLists) {
-  Spec spec = SmallSpec();
+TEST_P(EngineTest, ManyTasksScheduleWithoutEdgeLists) {
   // 40,000 single-element blocks through two ops.
-  Array a = random::random({200, 200}, {1, 1}, 1, spec);
-  Result<NDArray> r = compute(sum(a + 1.0));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  NDArray r = ComputeSameOnThreads([](const Spec& spec) {
+    return sum(random::random({200, 200}, {1, 1}, 1, spec) + 1.0);
+  });
   NDArray ref = Reference({200, 200}, 1);
   double want = 0;
   for (double v : ref.values<double>()) want += v + 1.0;
-  EXPECT_NEAR(*r->data_as<double>(), want, 1e-6);
+  EXPECT_NEAR(*r.data_as<double>(), want, 1e-6);
 }
 
 }  // namespace

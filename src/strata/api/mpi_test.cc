@@ -8,10 +8,8 @@
 #include <array>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "strata/api/test_util.h"
@@ -25,6 +23,7 @@ namespace strata {
 namespace {
 
 using testing_util::RecordingCallback;
+using testing_util::Snapshot;
 
 int Rank() { return mpi::Rank(); }
 
@@ -50,21 +49,6 @@ class SharedDir {
   std::unique_ptr<TempDir> dir_;
   std::string path_;
 };
-
-// Files under `dir` (relative path -> contents).
-std::map<std::string, std::string> Files(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out[std::filesystem::relative(e.path(), dir).string()] = ss.str();
-  }
-  return out;
-}
 
 // Tasks here take microseconds: without a pause the first rank to start
 // could run them all, and a test of what happens between ranks would not
@@ -150,13 +134,13 @@ TEST_P(MpiRechunkTest, MatchesThreadsByteForByte) {
     const std::string ref = fmt::format("{}/threads{}.zarr", dir.path(), trial);
     Spec threads = ThreadsSpec(spec);
     ASSERT_TRUE(compute(to_zarr(from_zarr(src, threads).rechunk(to), ref)).ok());
-    EXPECT_EQ(Files(dst), Files(ref));
+    EXPECT_EQ(Snapshot(dst), Snapshot(ref));
     Result<NDArray> got = compute(from_zarr(dst, threads));
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
     FillSynthetic(want.view(), Box::FromShape(shape), shape, trial);
     EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
-    EXPECT_TRUE(Files(work).empty()) << "intermediates left behind";
+    EXPECT_TRUE(Snapshot(work).empty()) << "intermediates left behind";
     EXPECT_FALSE(std::filesystem::exists(dst + "/.strata-incomplete"));
   }
   // Whether one small case spills depends on when blocks are read and freed;

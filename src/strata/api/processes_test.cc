@@ -1,7 +1,8 @@
 // The processes executor against the threads executor: identical output bytes
-// for rechunks through every tier and for engine computations, the memory
-// contract, worker crashes (kill -9 mid-run), and nothing left behind in
-// /dev/shm or work_dir.
+// for intermediates through every tier and for engine computations, the
+// memory contract, worker crashes (kill -9 mid-run), and nothing left behind
+// in /dev/shm or work_dir. The rechunk and engine suites themselves
+// (rechunk_test.cc, engine_test.cc) run on both executors too.
 //
 // A binary of its own (see CMakeLists.txt): the executor forks, which must
 // happen with no threads of other tests around.
@@ -11,11 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <random>
 #include <set>
-#include <sstream>
 
 #include "strata/api/test_util.h"
 #include "strata/base/temp_dir.h"
@@ -28,19 +25,6 @@ namespace strata {
 namespace {
 
 using testing_util::RecordingCallback;
-
-// Relative path -> contents of every file under `dir`.
-std::map<std::string, std::string> Snapshot(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out[std::filesystem::relative(e.path(), dir).string()] = ss.str();
-  }
-  return out;
-}
 
 std::set<std::string> DevShm() {
   std::set<std::string> names;
@@ -79,46 +63,6 @@ struct TierCase {
 };
 
 class ProcessesTierTest : public ::testing::TestWithParam<TierCase> {};
-
-// Random rechunks of Zarr arrays: the processes executor writes the same
-// files as the threads executor, within the memory contract, leaving nothing.
-TEST_P(ProcessesTierTest, RechunkWritesSameBytesAsThreads) {
-  std::mt19937 rng(99 + static_cast<int>(GetParam().tier));
-  TempDir dir;
-  const std::set<std::string> shm_before = DevShm();
-  for (int trial = 0; trial < 6; ++trial) {
-    const int rank = 1 + trial % 3;
-    Shape shape(rank);
-    for (int i = 0; i < rank; ++i) shape[i] = std::uniform_int_distribution<Index>(1, 30)(rng);
-    Shape from(rank), to(rank);
-    for (int i = 0; i < rank; ++i) {
-      from[i] = std::uniform_int_distribution<Index>(1, shape[i])(rng);
-      to[i] = std::uniform_int_distribution<Index>(1, shape[i])(rng);
-    }
-    SCOPED_TRACE(fmt::format("shape {} chunks {} -> {}", ShapeToString(shape), ShapeToString(from),
-                             ShapeToString(to)));
-    const std::string src = fmt::format("{}/src{}.zarr", dir.path(), trial);
-    Spec source_spec;
-    ASSERT_TRUE(compute(to_zarr(random::random(shape, from, trial, source_spec), src)).ok());
-    std::map<std::string, std::string> outputs[2];
-    for (int e = 0; e < 2; ++e) {
-      const ExecutorKind kind = e == 0 ? ExecutorKind::kThreads : ExecutorKind::kProcesses;
-      Spec spec = MakeSpec(kind, GetParam().tier, dir.path() + "/work");
-      const std::string dst = fmt::format("{}/dst{}-{}.zarr", dir.path(), trial, e);
-      auto rec = std::make_shared<RecordingCallback>();
-      ComputeOptions options;
-      options.callbacks.push_back(rec);
-      Result<NDArray> r = compute(to_zarr(from_zarr(src, spec).rechunk(to), dst), options);
-      ASSERT_TRUE(r.ok()) << ExecutorName(kind) << ": " << r.status().ToString();
-      rec->ExpectWithinBudget();
-      outputs[e] = Snapshot(dst);
-      ExpectEmptyWorkDir(spec.work_dir);
-    }
-    EXPECT_FALSE(outputs[0].empty());
-    EXPECT_EQ(outputs[0], outputs[1]) << "processes wrote other bytes than threads";
-  }
-  EXPECT_EQ(DevShm(), shm_before);
-}
 
 // A computed array rechunked (its blocks are an intermediate in the tier)
 // and reduced, returned by compute(): the same bytes on both executors. With

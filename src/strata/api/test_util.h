@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "strata/strata.h"
@@ -61,6 +66,23 @@ inline Shape RandomChunks(const Shape& shape, std::mt19937& rng) {
     c[i] = std::uniform_int_distribution<Index>(1, hi)(rng);
   }
   return c;
+}
+
+// Every file under `dir` (by its path relative to `dir`) with its contents,
+// for "untouched" checks and to compare the outputs of two runs. Empty when
+// `dir` does not exist.
+inline std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out[std::filesystem::relative(e.path(), dir).string()] = ss.str();
+  }
+  return out;
 }
 
 }  // namespace strata::testing_util
