@@ -71,32 +71,16 @@ def run_workload(args, name, dropped):
                 "rechunk", src, dsts["mpi"],
                 *common, "--executor", "mpi", "--history", hist["mpi"]],
     }
-    runs = {e: [] for e in EXECUTORS}
-    check = None
-    for rep in range(args.reps):
-        order = EXECUTORS if rep % 2 == 0 else EXECUTORS[::-1]
-        for e in order:
-            shutil.rmtree(dsts[e], ignore_errors=True)
-            if os.path.exists(hist[e]):
-                os.remove(hist[e])
-            rb.log(f"{name} rep {rep + 1}/{args.reps}: {e}")
-            r = rb.timed_run(cmds[e], src, work, dropped, touch)
-            end = compute_end(hist[e])
-            r.pop("stdout")
-            r.pop("stderr")
-            r["compute_s"] = end["seconds"]
-            for k in ("intermediate_bytes_written", "peak_resident_intermediate_bytes", "tasks",
-                      "rank_peak_pool_bytes", "bytes_between_ranks"):
-                if k in end:
-                    r[k] = end[k]
-            runs[e].append(r)
-            rb.log(f"  {r['wall_s']:.2f} s, rss {r['rss_bytes'] / 1e6:.0f} MB, intermediates on "
-                   f"disk {r['intermediate_bytes_written']} B, between ranks "
-                   f"{r.get('bytes_between_ranks', 0) / 1e6:.0f} MB, load {r['load_1min']}")
-        if rep == 0:
-            check = ("chunk files identical" if rb.same_chunks(dsts["threads"], dsts["mpi"])
-                     else "OUTPUTS DIFFER")
-            rb.log(f"  check: {check}")
+    def annotate(r, history):
+        end = compute_end(history)
+        r["compute_s"] = end["seconds"]
+        for k in ("intermediate_bytes_written", "peak_resident_intermediate_bytes", "tasks",
+                  "rank_peak_pool_bytes", "bytes_between_ranks"):
+            if k in end:
+                r[k] = end[k]
+
+    runs, check = rb.alternate(name, cmds, dsts, hist, src, work, dropped, touch, args.reps,
+                               annotate)
     res = {}
     for e in EXECUTORS:
         s = rb.summarize(runs[e])

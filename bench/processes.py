@@ -1,34 +1,48 @@
 #!/usr/bin/python3
-"""The processes executor against the threads executor on W1 (issue 5).
+"""The processes executor against the threads executor on W1 and W4 (issue 5).
 
-    /usr/bin/python3 bench/processes.py [--reps 3] [--bin build/release/bin]
-        [--dir build/bench/processes] > bench/results/processes.json
+    /usr/bin/python3 bench/processes.py [--workloads W1 W4] [--reps 3]
+        [--bin build/release/bin] [--dir build/bench/processes] [--no-pretouch]
+        > bench/results/processes.json
 
-W1 of bench/rechunk.py: `strata rechunk` of a 10000x10000 float64 Zarr v2
-array (blosc lz4, written once by `strata random`), (10000,1000) ->
-(1000,10000), allowed_mem 400MB, 2 workers, once with `--executor threads` and
-once with `--executor processes`, alternating within each rep. Runs are timed
-like bench/rechunk.py's (fresh process, /usr/bin/time wall time and peak RSS,
-page cache dropped then the source warmed, work_dir polled every 50 ms).
-Peak RSS is GNU time's: the coordinator's for `processes` (each worker's own
-peak is in the history file as worker_rss; pages of the shared-memory store
-count in every process that touched them). Each run writes a --history file;
-its compute_end line gives the intermediate bytes written to disk (which must
-be 0 when the stage fits in RAM) and the peak of intermediates in RAM. The
-first rep's outputs are compared chunk file by chunk file. Reports medians and
-the ratio processes/threads; never pass/fail.
+W1 and W4 of bench/rechunk.py: `strata rechunk` of a float64 Zarr v2 array
+(blosc lz4, written once by `strata random`) with 2 workers, once with
+`--executor threads` and once with `--executor processes`, alternating within
+each rep in a rotated order:
+  W1  10000x10000, (10000,1000) -> (1000,10000), allowed_mem 400MB (800 MB)
+  W4  20000x20000, (20000,500) -> (500,20000), allowed_mem 1GB (3.2 GB)
+Both fit in RAM, so both executors exchange the data through memory (threads:
+its heap; processes: the ShmStore, shared memory) and must write no
+intermediate bytes to disk. Runs are timed like bench/rechunk.py's: a fresh
+process, /usr/bin/time wall time and peak RSS of the whole command (so the
+ShmStore's work to make its pages resident is inside the timing), page cache
+dropped then the source warmed, work_dir polled every 50 ms, and (unless
+--no-pretouch) memory pretouched by a child process that exits before the run
+(see rechunk.pretouch: on this VM first writes to memory the host took back
+cost ~0.55 s of system time per GB whichever process makes them; the child
+frees its memory, so nothing is made resident for the run). Peak RSS is GNU
+time's: the coordinator's for `processes` (each worker's own peak is in the
+history file as worker_rss; pages of the shared-memory store count in every
+process that touched them). Each run writes a --history file; its compute_end
+line gives the intermediate bytes written to disk and the peak of
+intermediates in RAM. The first rep's outputs are compared chunk file by chunk
+file. Reports medians and the ratio processes/threads; never pass/fail.
 """
 import argparse
 import datetime
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rechunk as rb  # noqa: E402  (timed_run, make_source, same_chunks, ...)
+
+WORKLOADS = {
+    "W1": ([10000, 10000], [10000, 1000], [1000, 10000], "400MB", 1),
+    "W4": ([20000, 20000], [20000, 500], [500, 20000], "1GB", 4),
+}
+EXECUTORS = ("threads", "processes")
 
 
 def last_compute_end(path):
@@ -44,52 +58,32 @@ def last_compute_end(path):
     return end, workers_rss
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--bin", default="build/release/bin")
-    ap.add_argument("--dir", default="build/bench/processes")
-    args = ap.parse_args()
+def run_workload(args, name, dropped):
+    shape, src_chunks, dst_chunks, allowed, seed = WORKLOADS[name]
     strata = os.path.join(args.bin, "strata")
-    d = os.path.abspath(args.dir)
+    d = os.path.join(os.path.abspath(args.dir), name)
     os.makedirs(d, exist_ok=True)
-    shape, src_chunks, dst_chunks, allowed = [10000, 10000], [10000, 1000], [1000, 10000], "400MB"
     src = os.path.join(d, "src.zarr")
     work = os.path.join(d, "work")
-    stored = rb.make_source(strata, src, shape, src_chunks, 1)
-    executors = ("threads", "processes")
-    dsts = {e: os.path.join(d, f"out_{e}.zarr") for e in executors}
-    hist = {e: os.path.join(d, f"history_{e}.jsonl") for e in executors}
+    stored = rb.make_source(strata, src, shape, src_chunks, seed)
+    logical = 8 * shape[0] * shape[1]
+    touch = int(2.2 * logical) + (1 << 30) if args.pretouch else 0  # as bench/rechunk.py
+    dsts = {e: os.path.join(d, f"out_{e}.zarr") for e in EXECUTORS}
+    hist = {e: os.path.join(d, f"history_{e}.jsonl") for e in EXECUTORS}
     cmds = {e: [strata, "rechunk", src, dsts[e], "--chunks", ",".join(map(str, dst_chunks)),
                 "--allowed-mem", allowed, "--workers", "2", "--executor", e, "--work-dir", work,
-                "--history", hist[e], "--quiet"] for e in executors}
-    runs = {e: [] for e in executors}
-    dropped = []
-    check = None
-    for rep in range(args.reps):
-        for e in executors:
-            shutil.rmtree(dsts[e], ignore_errors=True)
-            if os.path.exists(hist[e]):
-                os.remove(hist[e])
-            rb.log(f"W1 rep {rep + 1}/{args.reps}: {e}")
-            r = rb.timed_run(cmds[e], src, work, dropped)
-            end, workers_rss = last_compute_end(hist[e])
-            r.pop("stdout")
-            r.pop("stderr")
-            r["intermediate_bytes_written"] = end["intermediate_bytes_written"]
-            r["peak_resident_intermediate_bytes"] = end["peak_resident_intermediate_bytes"]
-            r["tasks"] = end["tasks"]
-            r["max_worker_rss_bytes"] = workers_rss
-            runs[e].append(r)
-            rb.log(f"  {r['wall_s']:.2f} s, rss {r['rss_bytes'] / 1e6:.0f} MB, intermediates "
-                   f"on disk {r['intermediate_bytes_written']} B, work peak "
-                   f"{r['work_peak_bytes'] / 1e6:.0f} MB, load {r['load_1min']}")
-        if rep == 0:
-            check = ("chunk files identical" if rb.same_chunks(dsts["threads"], dsts["processes"])
-                     else "OUTPUTS DIFFER")
-            rb.log(f"  check: {check}")
+                "--history", hist[e], "--quiet"] for e in EXECUTORS}
+    def annotate(r, history):
+        end, workers_rss = last_compute_end(history)
+        r["intermediate_bytes_written"] = end["intermediate_bytes_written"]
+        r["peak_resident_intermediate_bytes"] = end["peak_resident_intermediate_bytes"]
+        r["tasks"] = end["tasks"]
+        r["max_worker_rss_bytes"] = workers_rss
+
+    runs, check = rb.alternate(name, cmds, dsts, hist, src, work, dropped, touch, args.reps,
+                               annotate)
     res = {}
-    for e in executors:
+    for e in EXECUTORS:
         s = rb.summarize(runs[e])
         s["intermediate_bytes_written"] = max(r["intermediate_bytes_written"] for r in runs[e])
         s["peak_resident_intermediate_bytes"] = max(
@@ -98,24 +92,51 @@ def main():
         s["runs"] = runs[e]
         res[e] = s
     out = {
-        "benchmark": "processes executor vs threads, W1",
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "workload": {"shape": shape, "source_chunks": src_chunks, "target_chunks": dst_chunks,
-                     "allowed_mem": allowed, "workers": 2, "logical_bytes": 8 * shape[0] * shape[1],
-                     "source_stored_bytes": stored},
+        "workload": name,
+        "shape": shape, "source_chunks": src_chunks, "target_chunks": dst_chunks,
+        "allowed_mem": allowed, "workers": 2, "logical_bytes": logical,
+        "source_stored_bytes": stored,
         "commands": {e: " ".join(c) for e, c in cmds.items()},
         "plan": rb.strata_plan(strata, src, dst_chunks, ["--allowed-mem", allowed, "--workers",
                                                          "2", "--work-dir", work]),
-        "page_cache_dropped": all(dropped),
         "output_check": check,
         "results": res,
         "ratio_processes_over_threads_time": round(
             res["processes"]["median_s"] / res["threads"]["median_s"], 3),
+    }
+    shutil.rmtree(d, ignore_errors=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", nargs="+", default=["W1", "W4"], choices=sorted(WORKLOADS))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--bin", default="build/release/bin")
+    ap.add_argument("--dir", default="build/bench/processes")
+    ap.add_argument("--pretouch", action=argparse.BooleanOptionalAction, default=True,
+                    help="touch (and free) the memory a run will need just before it, in a "
+                         "child process (see bench/rechunk.py pretouch())")
+    args = ap.parse_args()
+    dropped = []
+    rows = [run_workload(args, w, dropped) for w in args.workloads]
+    out = {
+        "benchmark": "processes executor vs threads, " + " and ".join(args.workloads),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "page_cache_dropped": bool(dropped) and all(dropped),
+        "memory_pretouched": args.pretouch and (
+            "before every run a child process wrote and freed min(2.2 x array bytes + 1 GiB, "
+            "MemAvailable - 3 GiB) of memory (as bench/rechunk.py): on this VM first writes to "
+            "memory the host took back cost ~0.55 s sys per GB and otherwise land on whichever "
+            "run comes first. The child exits before the run: nothing is resident for it."),
+        "timing": "wall seconds and peak RSS from /usr/bin/time -f '%e %M' of a fresh process",
+        "ratios_processes_over_threads_time": {
+            r["workload"]: r["ratio_processes_over_threads_time"] for r in rows},
+        "workloads": rows,
         "cores": os.cpu_count(),
     }
     json.dump(out, sys.stdout, indent=1)
     print()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -189,6 +189,37 @@ def make_source(strata, path, shape, chunks, seed):
     return tree_bytes(path)
 
 
+def alternate(name, cmds, dsts, hists, src, work, dropped, touch, reps, annotate):
+    """Runs each contender's command (cmds: name -> argv) `reps` times,
+    alternating the order within each rep, each on a fresh destination and
+    history file; annotate(run, history_path) adds figures from the history.
+    Returns the runs per contender and whether the first rep's outputs are
+    the same chunk files ("chunk files identical" or "OUTPUTS DIFFER")."""
+    names = list(cmds)
+    runs = {e: [] for e in names}
+    check = None
+    for rep in range(reps):
+        order = names if rep % 2 == 0 else names[::-1]
+        for e in order:
+            shutil.rmtree(dsts[e], ignore_errors=True)
+            if os.path.exists(hists[e]):
+                os.remove(hists[e])
+            log(f"{name} rep {rep + 1}/{reps}: {e}")
+            r = timed_run(cmds[e], src, work, dropped, touch)
+            r.pop("stdout")
+            r.pop("stderr")
+            annotate(r, hists[e])
+            runs[e].append(r)
+            log(f"  {r['wall_s']:.2f} s, rss {r['rss_bytes'] / 1e6:.0f} MB, intermediates on "
+                f"disk {r.get('intermediate_bytes_written')} B, work peak "
+                f"{r['work_peak_bytes'] / 1e6:.0f} MB, load {r['load_1min']}")
+        if rep == 0:
+            same = all(same_chunks(dsts[names[0]], dsts[e]) for e in names[1:])
+            check = "chunk files identical" if same else "OUTPUTS DIFFER"
+            log(f"  check: {check}")
+    return runs, check
+
+
 def same_chunks(a, b):
     """True when directories a and b hold the same chunk files, byte for byte."""
     fa = sorted(f for f in os.listdir(a) if not f.startswith("."))
