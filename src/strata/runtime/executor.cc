@@ -301,6 +301,7 @@ class Execution {
   std::vector<int64_t> rank_ram_;
   std::vector<int64_t> rank_resident_;
   std::unique_ptr<BlockServer> server_;
+  std::shared_ptr<MemoryPool> fetch_pool_;  // regions fetched into strided buffers
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -384,13 +385,15 @@ Status Execution::PrepareTiers() {
     if (!op.materialized) continue;
     tasks_remaining_ += op.num_tasks();
     if (op.tier == Tier::kMemory && mpi()) {
+      if (!fetch_pool_) fetch_pool_ = root_pool_->NewChild({"mpi fetch staging", 0});
       const int index = op.index;
       s.tier = std::make_unique<MpiIntermediateStore>(
           index, op.node->grid, op.node->dtype,
           std::make_unique<MemoryIntermediateStore>(
               op.node->name, op.node->dtype, tier_pool_, ram_budget_,
               fmt::format("{}/{}-spill-rank{}", run_dir_, op.node->name, rank_)),
-          [this, index](Index linear) { return int{state_[index].producer[linear]}; });
+          [this, index](Index linear) { return int{state_[index].producer[linear]}; },
+          fetch_pool_);
     } else if (op.tier == Tier::kMemory && shm_) {
       s.tier = std::make_unique<ShmIntermediateStore>(
           op.node->name, op.index, op.node->grid, op.node->dtype, shm_.get(),

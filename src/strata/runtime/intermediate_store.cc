@@ -209,6 +209,13 @@ Result<std::shared_ptr<const NDArray>> MemoryIntermediateStore::Get(std::span<co
   return std::make_shared<const NDArray>(std::move(a));
 }
 
+std::shared_ptr<const NDArray> MemoryIntermediateStore::InRam(
+    std::span<const Index> block) const {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(Shape(block.begin(), block.end()));
+  return it == blocks_.end() ? nullptr : it->second.data;
+}
+
 Status MemoryIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
                                           const ArrayView& out) {
   std::shared_ptr<const NDArray> data;

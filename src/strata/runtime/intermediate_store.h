@@ -112,6 +112,8 @@ class MemoryIntermediateStore : public IntermediateStore {
   int64_t resident_bytes() const override;
   int64_t bytes_written() const override { return spilled_bytes_.load(); }
   int64_t blocks_spilled() const { return blocks_spilled_.load(); }
+  // The block when it is held in RAM; null when it was spilled (or is absent).
+  std::shared_ptr<const NDArray> InRam(std::span<const Index> block) const;
   Status Cleanup() override;
 
  private:

@@ -50,12 +50,14 @@ Status DecodeHeader(const std::vector<std::byte>& bytes) {
 
 MpiIntermediateStore::MpiIntermediateStore(int op, ChunkGrid grid, DType dtype,
                                            std::unique_ptr<IntermediateStore> local,
-                                           std::function<int(Index)> owner)
+                                           std::function<int(Index)> owner,
+                                           std::shared_ptr<MemoryPool> staging)
     : op_(op),
       grid_(std::move(grid)),
       dtype_(dtype),
       local_(std::move(local)),
-      owner_(std::move(owner)) {}
+      owner_(std::move(owner)),
+      staging_(std::move(staging)) {}
 
 int MpiIntermediateStore::Owner(std::span<const Index> block) const {
   return owner_(LinearIndex(block, grid_.grid_shape()));
@@ -93,10 +95,9 @@ Status MpiIntermediateStore::GetRegion(std::span<const Index> block, const Box& 
   if (owner == mpi::Rank()) return local_->GetRegion(block, region, out);
   if (out.is_contiguous()) return Fetch(owner, block, region, out);
   // A strided destination (a slice of a larger block): stage the region.
-  std::vector<std::byte> staging(static_cast<size_t>(region.num_elements() * dtype_.size()));
-  ArrayView staged = ArrayView::Contiguous(staging.data(), dtype_, region.shape);
-  STRATA_RETURN_IF_ERROR(Fetch(owner, block, region, staged));
-  CopyArray(staged, out);
+  STRATA_ASSIGN_OR_RETURN(NDArray staged, NDArray::Allocate(*staging_, dtype_, region.shape));
+  STRATA_RETURN_IF_ERROR(Fetch(owner, block, region, staged.view()));
+  CopyArray(staged.view(), out);
   return Status::Ok();
 }
 
@@ -130,27 +131,31 @@ Status MpiIntermediateStore::EraseLocal(Index linear) {
 Status MpiIntermediateStore::Serve(int to, Index linear, const Box& region, MemoryPool& pool) {
   Shape block(grid_.rank());
   UnravelIndex(linear, grid_.grid_shape(), block);
-  // The whole block, when it is in RAM, goes out without a copy; a region is
-  // staged contiguous first.
-  std::shared_ptr<const NDArray> whole;
+  // A region that is contiguous in a block held in RAM (the whole block, or
+  // a band of whole rows, as a rechunk's slices often are) goes out without
+  // a copy; any other region is staged contiguous first.
+  std::shared_ptr<const NDArray> held;
+  std::span<const std::byte> bytes;
   std::optional<NDArray> staged;
   Status s;
-  if (region.shape == grid_.BlockShape(block) && region.rank() == grid_.rank()) {
-    Result<std::shared_ptr<const NDArray>> got = local_->Get(block, pool);
-    if (got.ok()) {
-      whole = *std::move(got);
-    } else {
-      s = got.status();
-    }
+  if (auto* memory = dynamic_cast<MemoryIntermediateStore*>(local_.get())) {
+    held = memory->InRam(block);
+  }
+  if (held && held->view().Slice(region).is_contiguous()) {
+    ConstArrayView part = held->view().Slice(region);
+    bytes = part.bytes();
   } else {
     Result<NDArray> buffer = NDArray::Allocate(pool, dtype_, region.shape);
     s = buffer.status();
     if (s.ok()) s = local_->GetRegion(block, region, buffer->view());
-    if (s.ok()) staged = *std::move(buffer);
+    if (s.ok()) {
+      staged = *std::move(buffer);
+      bytes = staged->bytes();
+    }
   }
   STRATA_RETURN_IF_ERROR(mpi::Send(to, kTagServeData, EncodeHeader(s)));
   if (!s.ok()) return Status::Ok();  // the reader reports it
-  return mpi::Send(to, kTagServeData, whole ? whole->bytes() : staged->bytes());
+  return mpi::Send(to, kTagServeData, bytes);
 }
 
 Status MpiIntermediateStore::Erase(std::span<const Index> block) {

@@ -30,10 +30,11 @@ namespace strata {
 class MpiIntermediateStore : public IntermediateStore {
  public:
   // `op` names the store in messages (the same on every rank); `owner(linear
-  // block)` is the rank holding a block.
+  // block)` is the rank holding a block. A region fetched into a strided
+  // destination is staged in a buffer from `staging` (recycled, not zeroed).
   MpiIntermediateStore(int op, ChunkGrid grid, DType dtype,
                        std::unique_ptr<IntermediateStore> local,
-                       std::function<int(Index)> owner);
+                       std::function<int(Index)> owner, std::shared_ptr<MemoryPool> staging);
   Status Put(std::span<const Index> block, NDArray data) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
@@ -62,6 +63,7 @@ class MpiIntermediateStore : public IntermediateStore {
   DType dtype_;
   std::unique_ptr<IntermediateStore> local_;
   std::function<int(Index)> owner_;
+  std::shared_ptr<MemoryPool> staging_;
   std::atomic<int64_t> bytes_fetched_{0};
 };
 
