@@ -21,50 +21,12 @@
 namespace strata {
 namespace {
 
+using testing_util::Chunkings;
+using testing_util::Compute;
+using testing_util::ForEachIndex;
 using testing_util::SmallSpec;
 
 using C = std::complex<double>;
-
-NDArray Compute(const Array& a) {
-  EXPECT_TRUE(a.ok()) << a.status().ToString();
-  Result<NDArray> r = compute(a);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : NDArray();
-}
-
-// Chunk shapes to try for `shape`: whole, size-1, ragged (about two thirds of
-// each axis, so the last chunk is shorter), larger than the array, and a few
-// random ones.
-std::vector<Shape> Chunkings(const Shape& shape, uint32_t seed, int random_count = 3) {
-  std::vector<Shape> out;
-  Shape whole(shape.size()), ones(shape.size(), 1), ragged(shape.size()), over(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    whole[i] = std::max<Index>(1, shape[i]);
-    ragged[i] = std::max<Index>(1, (2 * shape[i] + 2) / 3);
-    over[i] = shape[i] + 3;
-  }
-  std::set<Shape> seen;
-  for (const Shape& c : {whole, ones, ragged, over}) {
-    if (seen.insert(c).second) out.push_back(c);
-  }
-  std::mt19937 rng(seed);
-  for (int t = 0; t < random_count; ++t) {
-    Shape c = testing_util::RandomChunks(shape, rng);
-    if (seen.insert(c).second) out.push_back(c);
-  }
-  return out;
-}
-
-// Calls f(index) for every index of `shape` in C order (never for a zero-size
-// shape; once for rank 0).
-template <typename F>
-void ForEachIndex(const Shape& shape, F f) {
-  if (NumElements(shape) == 0) return;
-  Shape idx(shape.size(), 0);
-  do {
-    f(idx);
-  } while (NextIndex(idx, shape));
-}
 
 // An array of `dtype` and `shape` whose element at `idx` is value(idx) (as T).
 template <typename T, typename F>
@@ -98,7 +60,7 @@ void CheckConstant(DType dtype, T value, const std::function<Array(Shape, Shape)
                    const std::string& name) {
   for (const Shape& shape : TestShapes()) {
     NDArray want = Filled<T>(dtype, shape, [&](const Shape&) { return value; });
-    for (const Shape& chunks : Chunkings(shape, 1)) {
+    for (const Shape& chunks : Chunkings(shape, 1, 3, /*oversized=*/true)) {
       std::string what = name + " " + std::string(dtype.name()) + " shape " + ShapeToString(shape) +
                          " chunks " + ShapeToString(chunks);
       Array a = make(shape, chunks);
@@ -161,7 +123,7 @@ TEST(CreationTest, FullTakesTheValueAndItsDefaultDType) {
 TEST(CreationTest, EmptyHasShapeDTypeAndChunksOnly) {
   Spec spec = SmallSpec();
   for (const Shape& shape : TestShapes()) {
-    for (const Shape& chunks : Chunkings(shape, 2)) {
+    for (const Shape& chunks : Chunkings(shape, 2, 3, /*oversized=*/true)) {
       Array a = empty(shape, chunks, DTypeId::kInt32, spec);
       ASSERT_TRUE(a.ok()) << a.status().ToString();
       EXPECT_EQ(a.shape(), shape);
@@ -199,7 +161,7 @@ TEST(CreationTest, ArangeMatchesNumpyLengthAndValues) {
                                          [&](const Shape& i) { return c.start + i[0] * c.step; })
                        : Filled<double>(c.dtype, shape,
                                         [&](const Shape& i) { return c.start + i[0] * c.step; });
-    for (const Shape& chunks : Chunkings(shape, 3)) {
+    for (const Shape& chunks : Chunkings(shape, 3, 3, /*oversized=*/true)) {
       std::string what = "arange(" + std::to_string(c.start) + ", " + std::to_string(c.stop) +
                          ", " + std::to_string(c.step) + ") chunks " + ShapeToString(chunks);
       Array a = arange(c.start, c.stop, c.step, chunks, std::nullopt, spec);
@@ -210,7 +172,7 @@ TEST(CreationTest, ArangeMatchesNumpyLengthAndValues) {
   // An explicit dtype.
   NDArray want32 =
       Filled<float>(DTypeId::kFloat32, {9}, [](const Shape& i) { return 1 + i[0] * 2; });
-  for (const Shape& chunks : Chunkings({9}, 4)) {
+  for (const Shape& chunks : Chunkings({9}, 4, 3, /*oversized=*/true)) {
     ExpectEqualArrays(Compute(arange(1, 18, 2, chunks, DTypeId::kFloat32, spec)), want32,
                       "arange float32 chunks " + ShapeToString(chunks));
   }
@@ -251,7 +213,7 @@ TEST(CreationTest, LinspaceWithAndWithoutEndpoint) {
     };
     NDArray want = Filled<double>(DTypeId::kFloat64, shape, value);
     NDArray want32 = Filled<float>(DTypeId::kFloat32, shape, value);
-    for (const Shape& chunks : Chunkings(shape, 5)) {
+    for (const Shape& chunks : Chunkings(shape, 5, 3, /*oversized=*/true)) {
       std::string what = "linspace(" + std::to_string(c.start) + ", " + std::to_string(c.stop) +
                          ", " + std::to_string(c.num) + (c.endpoint ? ", endpoint" : "") +
                          ") chunks " + ShapeToString(chunks);
@@ -290,7 +252,7 @@ TEST(CreationTest, EyeOnEveryDiagonal) {
     NDArray want = Filled<double>(DTypeId::kFloat64, shape, value);
     NDArray want_int = Filled<int32_t>(DTypeId::kInt32, shape, value);
     NDArray want_bool = Filled<bool>(DTypeId::kBool, shape, value);
-    for (const Shape& chunks : Chunkings(shape, 6)) {
+    for (const Shape& chunks : Chunkings(shape, 6, 3, /*oversized=*/true)) {
       std::string what = "eye(" + std::to_string(c.n) + ", " + std::to_string(c.m) + ", " +
                          std::to_string(c.k) + ") chunks " + ShapeToString(chunks);
       ExpectEqualArrays(Compute(eye(c.n, c.m, c.k, chunks, DTypeId::kFloat64, spec)), want, what);
@@ -319,7 +281,7 @@ TEST(CreationTest, AsarrayReturnsTheDataInAnyChunking) {
     inputs.push_back(Filled<bool>(DTypeId::kBool, shape,
                                   [&](const Shape& i) { return LinearIndex(i, shape) % 3 == 0; }));
     for (const NDArray& input : inputs) {
-      for (const Shape& chunks : Chunkings(shape, 7)) {
+      for (const Shape& chunks : Chunkings(shape, 7, 3, /*oversized=*/true)) {
         std::string what = std::string(input.dtype().name()) + " " + ShapeToString(shape) +
                            " chunks " + ShapeToString(chunks);
         NDArray copy = *NDArray::CopyOf(*MemoryPool::Default(), input.view());
@@ -348,7 +310,7 @@ TEST(CreationTest, RandomIsChunkingExecutorAndWorkerIndependent) {
       return SyntheticUniform(42, static_cast<uint64_t>(LinearIndex(i, shape)));
     });
     int variant = 0;
-    for (const Shape& chunks : Chunkings(shape, 8)) {
+    for (const Shape& chunks : Chunkings(shape, 8, 3, /*oversized=*/true)) {
       // Rotate through executors and worker counts.
       const ExecutorKind executor =
           variant % 3 == 0 ? ExecutorKind::kInline : ExecutorKind::kThreads;
@@ -396,7 +358,7 @@ TEST(CreationTest, RandomIntegersAreChunkIndependentAndInRange) {
         ASSERT_LT(v, c.high);
       }
       int variant = 0;
-      for (const Shape& chunks : Chunkings(shape, 9)) {
+      for (const Shape& chunks : Chunkings(shape, 9, 3, /*oversized=*/true)) {
         const int workers = 1 + variant++ % 2;
         std::string what = "integers(" + std::to_string(c.low) + ", " + std::to_string(c.high) +
                            ") " + ShapeToString(shape) + " chunks " + ShapeToString(chunks);

@@ -20,16 +20,8 @@ namespace strata {
 namespace {
 
 using testing_util::RecordingCallback;
+using testing_util::Compute;
 using testing_util::SmallSpec;
-
-// On the executor of `a`'s spec.
-NDArray Compute(const Array& a, bool fuse = true) {
-  PlanOptions p;
-  if (!fuse) p.disabled_passes.insert("fuse");
-  Result<NDArray> r = compute(a, {}, p);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : NDArray();
-}
 
 // Every test runs on each executor (the parameter). Most check results
 // exactly against references, which makes every executor's bytes the same;
@@ -288,10 +280,7 @@ TEST_P(EngineTest, FatalTaskErrorCancelsAndLeavesStoreIncomplete) {
   Spec spec = Small();
   Array a = random::random({40, 10}, {5, 10}, 2, spec);
   ComputeOptions options;
-  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
-    if (op.node->kind == NodeKind::kStore && block[0] == 5) return DataLossError("injected");
-    return Status::Ok();
-  };
+  options.fault_injector = testing_util::FailStoreRow(5);
   Result<NDArray> r = compute(to_zarr(a, dir.path() + "/out.zarr"), options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);

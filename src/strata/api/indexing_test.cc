@@ -19,17 +19,10 @@ namespace strata {
 namespace {
 
 using testing_util::RecordingCallback;
+using testing_util::Compute;
 using testing_util::SmallSpec;
 constexpr Index kMin = std::numeric_limits<Index>::min();
 constexpr Index kMax = std::numeric_limits<Index>::max();
-
-NDArray Compute(const Array& a, bool fuse = true) {
-  PlanOptions p;
-  if (!fuse) p.disabled_passes.insert("fuse");
-  Result<NDArray> r = compute(a, {}, p);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : NDArray();
-}
 
 // Chunk-independent data of `dtype`.
 Array Input(const Shape& shape, const Shape& chunks, DTypeId id, uint64_t seed,

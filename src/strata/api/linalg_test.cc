@@ -16,16 +16,9 @@ namespace strata {
 namespace {
 
 using testing_util::RecordingCallback;
+using testing_util::Compute;
 using testing_util::SmallSpec;
 using C = std::complex<double>;
-
-NDArray Compute(const Array& a, bool fuse = true) {
-  PlanOptions p;
-  if (!fuse) p.disabled_passes.insert("fuse");
-  Result<NDArray> r = compute(a, {}, p);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : NDArray();
-}
 
 // Chunk-independent test data of `dtype` (small integers for int32, values
 // around 0 for floats, both parts random for complex).

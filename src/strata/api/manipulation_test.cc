@@ -20,44 +20,10 @@
 namespace strata {
 namespace {
 
+using testing_util::Chunkings;
+using testing_util::Compute;
+using testing_util::ForEachIndex;
 using testing_util::SmallSpec;
-
-NDArray Compute(const Array& a) {
-  EXPECT_TRUE(a.ok()) << a.status().ToString();
-  Result<NDArray> r = compute(a);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : NDArray();
-}
-
-// Chunk shapes to try for `shape`: whole, size-1, ragged (about two thirds of
-// each axis) and a few random ones.
-std::vector<Shape> Chunkings(const Shape& shape, uint32_t seed, int random_count = 2) {
-  std::vector<Shape> out;
-  Shape whole(shape.size()), ones(shape.size(), 1), ragged(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    whole[i] = std::max<Index>(1, shape[i]);
-    ragged[i] = std::max<Index>(1, (2 * shape[i] + 2) / 3);
-  }
-  std::set<Shape> seen;
-  for (const Shape& c : {whole, ones, ragged}) {
-    if (seen.insert(c).second) out.push_back(c);
-  }
-  std::mt19937 rng(seed);
-  for (int t = 0; t < random_count; ++t) {
-    Shape c = testing_util::RandomChunks(shape, rng);
-    if (seen.insert(c).second) out.push_back(c);
-  }
-  return out;
-}
-
-template <typename F>
-void ForEachIndex(const Shape& shape, F f) {
-  if (NumElements(shape) == 0) return;
-  Shape idx(shape.size(), 0);
-  do {
-    f(idx);
-  } while (NextIndex(idx, shape));
-}
 
 // The test input: float64 values unique per element (the synthetic data).
 Array Input(const Shape& shape, const Shape& chunks, uint64_t seed) {

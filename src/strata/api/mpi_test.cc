@@ -276,10 +276,7 @@ TEST(MpiTest, FatalErrorReachesEveryRankAndLeavesStoreIncomplete) {
   Spec spec = MpiSpec(TierChoice::kAuto, "");
   Array a = random::random({40, 10}, {5, 10}, 2, spec);
   ComputeOptions options;
-  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int) {
-    if (op.node->kind == NodeKind::kStore && block[0] == 5) return DataLossError("injected");
-    return Status::Ok();
-  };
+  options.fault_injector = testing_util::FailStoreRow(5);
   Result<NDArray> r = compute(to_zarr(a, dir.path() + "/out.zarr"), options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);

@@ -333,10 +333,7 @@ TEST_P(RechunkTest, InterruptedRechunkLeavesNothingBehindAndResumes) {
     const std::string dst = dir.path() + "/dst.zarr";
     std::filesystem::remove_all(dst);
     ComputeOptions options;
-    options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int) {
-      if (op.node->kind == NodeKind::kStore && block[0] == 7) return DataLossError("injected");
-      return Status::Ok();
-    };
+    options.fault_injector = testing_util::FailStoreRow(7);
     Array b = from_zarr(dir.path() + "/src.zarr", spec).rechunk({30, 200});
     Result<NDArray> r = compute(to_zarr(b, dst), options);
     ASSERT_FALSE(r.ok());

@@ -20,24 +20,8 @@
 namespace strata {
 namespace {
 
+using testing_util::Chunkings;
 using testing_util::SmallSpec;
-
-std::vector<Shape> Chunkings(const Shape& shape, uint32_t seed) {
-  std::vector<Shape> out;
-  Shape whole(shape.size()), ones(shape.size(), 1), ragged(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) {
-    whole[i] = std::max<Index>(1, shape[i]);
-    ragged[i] = std::max<Index>(1, (2 * shape[i] + 2) / 3);
-  }
-  std::set<Shape> seen;
-  for (const Shape& c : {whole, ones, ragged}) {
-    if (seen.insert(c).second) out.push_back(c);
-  }
-  std::mt19937 rng(seed);
-  Shape c = testing_util::RandomChunks(shape, rng);
-  if (seen.insert(c).second) out.push_back(c);
-  return out;
-}
 
 NDArray ToDType(const NDArray& a, DType dtype) {
   NDArray out = *NDArray::Allocate(*MemoryPool::Default(), dtype, a.shape());
@@ -272,7 +256,7 @@ void CheckShape(const Shape& shape, const std::vector<std::vector<int>>& subsets
     Result<NDArray> xr = compute(Input(kind, shape, whole, seed));
     ASSERT_TRUE(xr.ok()) << xr.status().ToString();
     NDArray x = ToDType(*xr, DTypeId::kFloat64), xi = ToDType(*xr, DTypeId::kInt64);
-    for (const Shape& chunks : Chunkings(shape, seed + 1)) {
+    for (const Shape& chunks : Chunkings(shape, seed + 1, 1)) {
       Array in = Input(kind, shape, chunks, seed);
       // Every subset and op of this chunking in one compute.
       struct Output {
@@ -357,7 +341,7 @@ TEST(ReductionApiTest, VarAndStdWithDdof) {
   Result<NDArray> xr = compute(Input(Kind::kFloat64, shape, shape, 7));
   ASSERT_TRUE(xr.ok());
   NDArray xi = ToDType(*xr, DTypeId::kInt64);
-  for (const Shape& chunks : Chunkings(shape, 8)) {
+  for (const Shape& chunks : Chunkings(shape, 8, 1)) {
     Array x = Input(Kind::kFloat64, shape, chunks, 7);
     for (int ddof : {1, 2}) {
       for (const std::vector<int>& axes : std::vector<std::vector<int>>{{0}, {1}, {}}) {

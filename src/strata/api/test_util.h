@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +67,62 @@ inline Shape RandomChunks(const Shape& shape, std::mt19937& rng) {
     c[i] = std::uniform_int_distribution<Index>(1, hi)(rng);
   }
   return c;
+}
+
+// Computes `a` (on the executor of its spec); with fuse false, without the
+// planner's fusion pass.
+inline NDArray Compute(const Array& a, bool fuse = true) {
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  PlanOptions p;
+  if (!fuse) p.disabled_passes.insert("fuse");
+  Result<NDArray> r = compute(a, {}, p);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : NDArray();
+}
+
+// Chunk shapes to try for `shape`: whole, size-1, ragged (about two thirds of
+// each axis, so the last chunk is shorter), with `oversized` one larger than
+// the array, then `random_count` random ones; no shape twice.
+inline std::vector<Shape> Chunkings(const Shape& shape, uint32_t seed, int random_count = 2,
+                                    bool oversized = false) {
+  std::vector<Shape> out;
+  Shape whole(shape.size()), ones(shape.size(), 1), ragged(shape.size()), over(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    whole[i] = std::max<Index>(1, shape[i]);
+    ragged[i] = std::max<Index>(1, (2 * shape[i] + 2) / 3);
+    over[i] = shape[i] + 3;
+  }
+  std::set<Shape> seen;
+  for (const Shape* c : {&whole, &ones, &ragged}) {
+    if (seen.insert(*c).second) out.push_back(*c);
+  }
+  if (oversized && seen.insert(over).second) out.push_back(over);
+  std::mt19937 rng(seed);
+  for (int t = 0; t < random_count; ++t) {
+    Shape c = RandomChunks(shape, rng);
+    if (seen.insert(c).second) out.push_back(c);
+  }
+  return out;
+}
+
+// Calls f(index) for every index of `shape` in C order (never for a zero-size
+// shape; once for rank 0).
+template <typename F>
+void ForEachIndex(const Shape& shape, F f) {
+  if (NumElements(shape) == 0) return;
+  Shape idx(shape.size(), 0);
+  do {
+    f(idx);
+  } while (NextIndex(idx, shape));
+}
+
+// A fault injector (ComputeOptions::fault_injector) that fails the store
+// task of block row `row`, every attempt, with DataLoss "injected".
+inline auto FailStoreRow(Index row) {
+  return [row](const PlannedOp& op, std::span<const Index> block, int) {
+    if (op.node->kind == NodeKind::kStore && block[0] == row) return DataLossError("injected");
+    return Status::Ok();
+  };
 }
 
 // Every file under `dir` (by its path relative to `dir`) with its contents,
