@@ -188,24 +188,24 @@ Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) 
   return Status::Ok();
 }
 
+Result<MemoryIntermediateStore::Entry> MemoryIntermediateStore::Find(
+    std::span<const Index> block) const {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(Shape(block.begin(), block.end()));
+  if (it == blocks_.end()) {
+    return InternalError(
+        fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
+  }
+  return it->second;
+}
+
 Result<std::shared_ptr<const NDArray>> MemoryIntermediateStore::Get(std::span<const Index> block,
                                                                     MemoryPool& pool) {
-  std::string path;
-  Shape shape;
-  {
-    std::lock_guard lock(mu_);
-    auto it = blocks_.find(Shape(block.begin(), block.end()));
-    if (it == blocks_.end()) {
-      return InternalError(
-          fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
-    }
-    if (it->second.data) return it->second.data;
-    path = it->second.path;
-    shape = it->second.shape;
-  }
-  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, shape));
-  STRATA_RETURN_IF_ERROR(ReadRegionFromFile(path, shape, Box(Shape(shape.size(), 0), shape),
-                                            a.view()));
+  STRATA_ASSIGN_OR_RETURN(Entry entry, Find(block));
+  if (entry.data) return entry.data;
+  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, entry.shape));
+  STRATA_RETURN_IF_ERROR(ReadRegionFromFile(
+      entry.path, entry.shape, Box(Shape(entry.shape.size(), 0), entry.shape), a.view()));
   return std::make_shared<const NDArray>(std::move(a));
 }
 
@@ -218,25 +218,12 @@ std::shared_ptr<const NDArray> MemoryIntermediateStore::InRam(
 
 Status MemoryIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
                                           const ArrayView& out) {
-  std::shared_ptr<const NDArray> data;
-  std::string path;
-  Shape shape;
-  {
-    std::lock_guard lock(mu_);
-    auto it = blocks_.find(Shape(block.begin(), block.end()));
-    if (it == blocks_.end()) {
-      return InternalError(
-          fmt::format("block {} of {} is not in the memory tier", JoinIndices(block, '.'), name_));
-    }
-    data = it->second.data;
-    path = it->second.path;
-    shape = it->second.shape;
-  }
-  if (data) {
-    CopyArray(data->view().Slice(region), out);
+  STRATA_ASSIGN_OR_RETURN(Entry entry, Find(block));
+  if (entry.data) {
+    CopyArray(entry.data->view().Slice(region), out);
     return Status::Ok();
   }
-  return ReadRegionFromFile(path, shape, region, out);
+  return ReadRegionFromFile(entry.path, entry.shape, region, out);
 }
 
 Status MemoryIntermediateStore::Erase(std::span<const Index> block) {

@@ -123,6 +123,8 @@ class MemoryIntermediateStore : public IntermediateStore {
     Shape shape;
   };
   Status Spill(std::span<const Index> block, const NDArray& data, std::string* path);
+  // A copy of the block's entry (taken under the lock); Internal when absent.
+  Result<Entry> Find(std::span<const Index> block) const;
 
   std::string name_;
   DType dtype_;
