@@ -15,6 +15,7 @@
 #include <set>
 
 #include "strata/api/test_util.h"
+#include "strata/base/check.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/runtime/intermediate_store.h"
@@ -239,18 +240,28 @@ TEST(ProcessesTest, WorkerErrorsKeepTheirCodeAndAreRetried) {
   EXPECT_TRUE(retried);
 }
 
-// The memory tier of the processes executor on its own: zero-copy views of
-// shared memory, a file when the store has no room, and erase of both.
-TEST(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
+// The memory tier of the processes executor on its own, over a store of
+// 1 MiB: room for one of the two 1 MiB float64 blocks of a 512x512 array.
+class ShmIntermediateStoreTest : public testing::Test {
+ protected:
+  static std::unique_ptr<ShmStore> NewStore() {
+    ShmStoreOptions options;
+    options.capacity = int64_t{1} << 20;
+    Result<std::unique_ptr<ShmStore>> shm = ShmStore::Create(options);
+    STRATA_CHECK(shm.ok()) << shm.status().ToString();
+    return *std::move(shm);
+  }
+
   TempDir dir;
-  ShmStoreOptions options;
-  options.capacity = int64_t{1} << 20;
-  Result<std::unique_ptr<ShmStore>> shm = ShmStore::Create(options);
-  ASSERT_TRUE(shm.ok()) << shm.status().ToString();
-  ChunkGrid grid = *ChunkGrid::Regular({512, 512}, {256, 512});  // two 1 MiB float64 blocks
-  ShmIntermediateStore tier("array-001", 1, grid, DTypeId::kFloat64, shm->get(),
-                            dir.path() + "/fallback");
-  auto pool = MemoryPool::Default()->NewChild({"test", 0});
+  std::unique_ptr<ShmStore> shm = NewStore();
+  ShmIntermediateStore tier{"array-001", 1, *ChunkGrid::Regular({512, 512}, {256, 512}),
+                            DTypeId::kFloat64, shm.get(), dir.path() + "/fallback"};
+  std::shared_ptr<MemoryPool> pool = MemoryPool::Default()->NewChild({"test", 0});
+};
+
+// Zero-copy views of shared memory, a file when the store has no room, and
+// erase of both.
+TEST_F(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
   std::vector<NDArray> blocks;
   for (Index b = 0; b < 2; ++b) {
     NDArray a = *NDArray::Allocate(*pool, DTypeId::kFloat64, {256, 512});
@@ -278,6 +289,63 @@ TEST(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/fallback"));
   ASSERT_TRUE(tier.Cleanup().ok());
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/fallback"));
+}
+
+// NewBlock hands out the shared-memory object itself: the task writes the
+// block in place and Put seals it without a copy or a charge to the task's
+// pool; dropped without a Put, the object is aborted; with no room left, the
+// block comes from the pool and Put stores it in a file. Regions read back
+// through the store's descriptor into strided destinations.
+TEST_F(ShmIntermediateStoreTest, NewBlockIsWrittenInPlaceAndSealedByPut) {
+  const std::vector<Index> b0{0, 0}, b1{1, 0};
+  auto expected = [&](Index b) {
+    NDArray a = *NDArray::Allocate(*pool, DTypeId::kFloat64, {256, 512});
+    FillSynthetic(a.view(), Box({b * 256, 0}, {256, 512}), Shape{512, 512}, 9);
+    return a;
+  };
+  {
+    // Dropped without a Put (a task that failed): aborted, room given back.
+    Result<NDArray> dropped = tier.NewBlock(b0, DTypeId::kFloat64, {256, 512}, *pool);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+    EXPECT_EQ(shm->stats().unsealed_bytes, int64_t{1} << 20);
+  }
+  EXPECT_EQ(shm->stats().unsealed_bytes, 0);
+  EXPECT_EQ(shm->used(), 0);
+
+  const int64_t before = pool->bytes_in_use();
+  Result<NDArray> a = tier.NewBlock(b0, DTypeId::kFloat64, {256, 512}, *pool);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(pool->bytes_in_use(), before);  // the bytes are the store's
+  FillSynthetic(a->view(), Box({0, 0}, {256, 512}), Shape{512, 512}, 9);
+  const std::byte* written_at = a->data();
+  ASSERT_TRUE(tier.Put(b0, *std::move(a)).ok());
+  Result<BlockView> v = tier.View(b0, *pool);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->view.data(), written_at);  // sealed where it was written: no copy
+  EXPECT_TRUE(ArraysEqual(v->view, expected(0).view()));
+  EXPECT_EQ(shm->stats().unsealed_bytes, 0);
+
+  // The store is full: the second block comes from the pool and goes to a file.
+  Result<NDArray> c = tier.NewBlock(b1, DTypeId::kFloat64, {256, 512}, *pool);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(pool->bytes_in_use(), before + (int64_t{1} << 20));
+  FillSynthetic(c->view(), Box({256, 0}, {256, 512}), Shape{512, 512}, 9);
+  ASSERT_TRUE(tier.Put(b1, *std::move(c)).ok());
+  EXPECT_EQ(tier.bytes_written(), int64_t{1} << 20);
+
+  // Regions of both into the middle of a wider array.
+  for (Index b = 0; b < 2; ++b) {
+    NDArray got = *NDArray::Zeros(*pool, DTypeId::kFloat64, {40, 100});
+    NDArray want = *NDArray::Zeros(*pool, DTypeId::kFloat64, {40, 100});
+    const Box region({100, 3}, {30, 70}), place({5, 20}, {30, 70});
+    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, region, got.view().Slice(place)).ok());
+    CopyArray(expected(b).view().Slice(region), want.view().Slice(place));
+    EXPECT_TRUE(ArraysEqual(got.view(), want.view())) << "block " << b;
+  }
+  *v = BlockView();
+  for (Index b = 0; b < 2; ++b) ASSERT_TRUE(tier.Erase(std::vector<Index>{b, 0}).ok());
+  EXPECT_EQ(tier.resident_bytes(), 0);
+  ASSERT_TRUE(tier.Cleanup().ok());
 }
 
 }  // namespace

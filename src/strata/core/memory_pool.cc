@@ -59,8 +59,18 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     charged_ = std::exchange(other.charged_, 0);
     capacity_ = std::exchange(other.capacity_, 0);
     pool_ = std::move(other.pool_);
+    owner_ = std::move(other.owner_);
   }
   return *this;
+}
+
+Buffer Buffer::External(std::byte* data, int64_t size, std::shared_ptr<void> owner) {
+  STRATA_CHECK(size >= 0 && (data != nullptr || size == 0));
+  Buffer b;
+  b.data_ = size > 0 ? data : kEmptyBytes;
+  b.size_ = size;
+  b.owner_ = std::move(owner);
+  return b;
 }
 
 void Buffer::Shrink(int64_t new_size) {
@@ -70,7 +80,7 @@ void Buffer::Shrink(int64_t new_size) {
 
 void Buffer::TransferTo(std::shared_ptr<MemoryPool> pool) {
   STRATA_CHECK(pool != nullptr);
-  if (pool == pool_) return;
+  if (owner_ || pool == pool_) return;
   if (pool_) {
     STRATA_CHECK(pool->allocator_ == pool_->allocator_)
         << "a buffer can only move between pools over the same allocator";
@@ -86,6 +96,7 @@ void Buffer::Reset() {
     pool_->Uncharge(charged_);
     pool_.reset();
   }
+  owner_.reset();
   data_ = nullptr;
   size_ = charged_ = capacity_ = 0;
 }

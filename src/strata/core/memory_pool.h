@@ -37,9 +37,14 @@ namespace strata {
 class MemoryPool;
 
 // 64-byte aligned bytes owned by a MemoryPool; returned to it on destruction.
+// Or (External) bytes that live elsewhere, e.g. an object being written in a
+// shared-memory store, kept alive by an owner instead of a pool.
 class Buffer {
  public:
   Buffer() = default;
+  // `size` bytes at `data`, not charged to any pool; `owner` is released
+  // when the buffer is reset or destroyed.
+  static Buffer External(std::byte* data, int64_t size, std::shared_ptr<void> owner);
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
@@ -56,6 +61,8 @@ class Buffer {
   // Bytes charged to the pool for this buffer (the size it was allocated with).
   int64_t charged() const { return charged_; }
   const std::shared_ptr<MemoryPool>& pool() const { return pool_; }
+  // The owner of an External buffer; null for pool memory.
+  const std::shared_ptr<void>& owner() const { return owner_; }
 
   // Makes the visible size smaller (e.g. encoded bytes shorter than their
   // bound). The charge is unchanged: the memory is still held.
@@ -63,7 +70,8 @@ class Buffer {
 
   // Moves this buffer's charge from its pool to `pool` (e.g. a chunk produced
   // by a task and handed to an intermediate tier). Never fails: the new pool's
-  // cap is not checked, because the bytes already exist.
+  // cap is not checked, because the bytes already exist. No-op for External
+  // buffers: their bytes are counted where they live.
   void TransferTo(std::shared_ptr<MemoryPool> pool);
 
   // Returns the memory to its pool now.
@@ -76,6 +84,7 @@ class Buffer {
   int64_t charged_ = 0;
   int64_t capacity_ = 0;  // bytes held from the allocator (>= charged_)
   std::shared_ptr<MemoryPool> pool_;
+  std::shared_ptr<void> owner_;  // External only
 };
 
 // Raw memory with recycling. See the file comment.

@@ -65,6 +65,26 @@ TEST(MemoryPoolTest, TransferMovesTheCharge) {
   EXPECT_EQ(root->bytes_in_use(), 0);
 }
 
+TEST(MemoryPoolTest, ExternalBufferKeepsItsOwnerAndChargesNoPool) {
+  auto root = MemoryPool::NewRoot({"root", 0}, std::make_shared<BufferAllocator>());
+  std::vector<std::byte> bytes(1000);
+  auto owner = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = owner;
+  Buffer a = Buffer::External(bytes.data(), 1000, std::move(owner));
+  EXPECT_EQ(a.data(), bytes.data());
+  EXPECT_EQ(a.size(), 1000);
+  EXPECT_EQ(a.owner().get(), watch.lock().get());
+  a.TransferTo(root);  // its bytes are counted where they live
+  EXPECT_EQ(root->bytes_in_use(), 0);
+  Buffer b = std::move(a);
+  EXPECT_FALSE(watch.expired());
+  EXPECT_EQ(b.data(), bytes.data());
+  b.Reset();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(b.size(), 0);
+  EXPECT_NE(Buffer::External(nullptr, 0, nullptr).data(), nullptr);
+}
+
 TEST(MemoryPoolTest, RecyclesLargeBuffers) {
   auto allocator = std::make_shared<BufferAllocator>();
   auto root = MemoryPool::NewRoot({"root", 0}, allocator);

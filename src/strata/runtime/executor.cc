@@ -246,6 +246,11 @@ class Execution {
   Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, TaskFrame& frame);
   Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
                            TaskFrame& frame);
+  // The array `node`'s block `block` is computed into: for the block a task
+  // stores in a tier, the tier's own buffer where it has one (a ShmStore
+  // object, sealed by Put without a copy); else from the task's pool.
+  Result<NDArray> NewOutput(const Node& node, std::span<const Index> block, const Shape& shape,
+                            TaskFrame& frame);
 
   Shape Unravel(const PlannedOp& op, Index linear) const {
     Shape block(op.node->grid.rank());
@@ -565,7 +570,7 @@ Result<NDArray> Execution::ComputeBlock(const Node& node, std::span<const Index>
   Box box = node.grid.BlockBox(block);
   switch (node.kind) {
     case NodeKind::kZarrSource: {
-      STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(*frame.pool, node.dtype, box.shape));
+      STRATA_ASSIGN_OR_RETURN(NDArray a, NewOutput(node, block, box.shape, frame));
       STRATA_RETURN_IF_ERROR(node.zarr->ReadChunk(block, a.view(), *frame.pool).status());
       return a;
     }
@@ -648,13 +653,23 @@ Result<Held> Execution::Obtain(const Node& node, std::span<const Index> block, T
   return Held{shared->view(), shared};
 }
 
+Result<NDArray> Execution::NewOutput(const Node& node, std::span<const Index> block,
+                                     const Shape& shape, TaskFrame& frame) {
+  const int index = plan_.IndexOf(&node);
+  if (index >= 0 && index == frame.root && plan_.ops()[index].tier != Tier::kNone &&
+      state_[index].tier) {
+    return state_[index].tier->NewBlock(block, node.dtype, shape, *frame.pool);
+  }
+  return NDArray::Allocate(*frame.pool, node.dtype, shape);
+}
+
 Result<NDArray> Execution::Exchange(const Node& node, std::span<const Index> block,
                                    const Box& box, TaskFrame& frame) {
   // Gathers exactly the slices of the input blocks this block overlaps,
   // straight into the output: from the input's tier when it is materialized
   // (a copy from RAM or a pread per run from a file), else one input block
   // at a time.
-  STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*frame.pool, node.dtype, box.shape));
+  STRATA_ASSIGN_OR_RETURN(NDArray out, NewOutput(node, block, box.shape, frame));
   const Node& in = *node.inputs[0];
   const int index = plan_.IndexOf(&in);
   const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;

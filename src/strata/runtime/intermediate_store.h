@@ -44,6 +44,7 @@
 namespace strata {
 
 class ShmStore;
+struct ObjectId;
 
 // A block in hand: a view plus whatever keeps its memory alive (an NDArray,
 // or a pin on a shared-memory object released when the last copy goes).
@@ -66,6 +67,12 @@ class IntermediateStore {
   // `region` (in the block's coordinates) of the block, into `out`.
   virtual Status GetRegion(std::span<const Index> block, const Box& region,
                            const ArrayView& out) = 0;
+  // A buffer for `block` (of `dtype` and `shape`) for a task to compute into
+  // and hand to Put. Default: from `pool`. ShmIntermediateStore hands out the
+  // shared-memory object itself, which Put then seals without a copy (and
+  // which is aborted if the array is dropped without a Put).
+  virtual Result<NDArray> NewBlock(std::span<const Index> block, DType dtype, Shape shape,
+                                   MemoryPool& pool);
   // The block's last reader is done.
   virtual Status Erase(std::span<const Index> block) = 0;
   // Bytes held in RAM now.
@@ -90,10 +97,11 @@ class RamBudget {
   std::atomic<int64_t> used_{0};
 };
 
-// Reads `region` of a raw C-order block of `layout` shape stored in file `fd`
-// into `out`, one pread per contiguous run.
-Status PreadRegion(int fd, const Shape& layout, const Box& region, const ArrayView& out,
-                   std::string_view what);
+// Reads `region` of a raw C-order block of `layout` shape stored at `offset`
+// in file `fd` into `out`: runs contiguous in both go in one piece, and runs
+// that follow each other in the file in one preadv.
+Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& region,
+                   const ArrayView& out, std::string_view what);
 
 class MemoryIntermediateStore : public IntermediateStore {
  public:
@@ -196,6 +204,8 @@ class ShmIntermediateStore : public IntermediateStore {
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
   Result<BlockView> View(std::span<const Index> block, MemoryPool& pool) override;
+  Result<NDArray> NewBlock(std::span<const Index> block, DType dtype, Shape shape,
+                           MemoryPool& pool) override;
   Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override;
@@ -203,7 +213,12 @@ class ShmIntermediateStore : public IntermediateStore {
   Status Cleanup() override;
 
  private:
+  struct Pending;
   std::string FallbackPath(std::span<const Index> block) const;
+  // Creates object `id`, replacing a sealed copy a retried task left.
+  Result<std::span<std::byte>> CreateObject(const ObjectId& id, int64_t bytes);
+  // The object NewBlock handed out for `id` when `data` is its bytes.
+  std::shared_ptr<Pending> TakePending(const ObjectId& id, const std::byte* data);
 
   std::string name_;
   int64_t array_;
@@ -214,6 +229,8 @@ class ShmIntermediateStore : public IntermediateStore {
   std::once_flag made_fallback_dir_;
   Status fallback_dir_status_;
   std::atomic<int64_t> fallback_bytes_{0};
+  std::mutex pending_mu_;
+  std::map<int64_t, std::weak_ptr<Pending>> pending_;  // by object id's block
 };
 
 }  // namespace strata

@@ -240,8 +240,11 @@ class ShmStore {
   int64_t used() const;
   Stats stats();
 
-  // The region's descriptor (close-on-exec), for Attach in another process.
+  // The region's descriptor (close-on-exec), for Attach in another process,
+  // or to read an object's bytes with pread at FileOffset(span.data()).
   int fd() const { return fd_; }
+  // Where `p`, a byte of this process's mapping of the region, lies in fd().
+  int64_t FileOffset(const std::byte* p) const { return p - base_; }
   // The run directory holding spill files; empty without spilling.
   const std::string& run_dir() const { return run_dir_; }
   // True in the process that called Create (and not in its forked children).
