@@ -16,6 +16,8 @@
 #include "strata/base/mpi.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
+#include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/mpi_tier.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 
@@ -284,6 +286,70 @@ TEST(MpiTest, FatalErrorReachesEveryRankAndLeavesStoreIncomplete) {
       << r.status().ToString();
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/out.zarr/.strata-incomplete"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out.zarr/.zarray"));
+}
+
+// The block exchange on its own. Block b (of six 2x6 blocks) lives on rank
+// b % size, except block 4, which its owner never got. Every rank reads, in
+// one GetRegions, a slice of every other block into a strided destination:
+// the owners answer each batch region after region. A batch whose first
+// region is block 4 fails naming it and its owner, and the owner stops at the
+// same region as the reader: the next batch from it still reads right.
+TEST(MpiTest, BlockServerAnswersBatchesAndStopsAtAMissingBlock) {
+  ASSERT_TRUE(mpi::Init().ok());
+  const int size = mpi::Size();
+  const Shape shape{12, 6};
+  const ChunkGrid grid = *ChunkGrid::Regular(shape, {2, 6});
+  auto pool = MemoryPool::Default()->NewChild({"test", 0});
+  MpiIntermediateStore store(
+      0, grid, DTypeId::kFloat64,
+      std::make_unique<MemoryIntermediateStore>("blocks", DTypeId::kFloat64, pool),
+      [size](Index linear) { return static_cast<int>(linear % size); }, pool);
+  NDArray whole = *NDArray::Allocate(*pool, DTypeId::kFloat64, shape);
+  FillSynthetic(whole.view(), Box::FromShape(shape), shape, 3);
+  for (Index b = 0; b < 6; ++b) {
+    if (b % size != Rank() || b == 4) continue;
+    NDArray a = *NDArray::CopyOf(*pool, whole.view().Slice(Box({2 * b, 0}, {2, 6})));
+    ASSERT_TRUE(store.Put(std::vector<Index>{b, 0}, std::move(a)).ok());
+  }
+  BlockServer server({&store}, pool);
+  server.Start();
+  Barrier();
+
+  // Columns `first`..`first`+3 of each block's rows, side by side in a 12x4
+  // array.
+  auto read = [&](std::vector<Index> blocks, Index first, NDArray& got) {
+    std::vector<IntermediateStore::RegionRead> reads;
+    for (Index b : blocks) {
+      reads.push_back(
+          {Shape{b, 0}, Box({0, first}, {2, 4}), got.view().Slice(Box({2 * b, 0}, {2, 4}))});
+    }
+    return store.GetRegions(reads);
+  };
+  auto expect_rows = [&](const NDArray& got, Index b, Index first) {
+    EXPECT_TRUE(ArraysEqual(got.view().Slice(Box({2 * b, 0}, {2, 4})),
+                            whole.view().Slice(Box({2 * b, first}, {2, 4}))))
+        << "block " << b << " on rank " << Rank();
+  };
+  NDArray got = *NDArray::Zeros(*pool, DTypeId::kFloat64, {12, 4});
+  Status s = read({0, 1, 2, 3, 5}, 1, got);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (Index b : {0, 1, 2, 3, 5}) expect_rows(got, b, 1);
+
+  const int owner = 4 % size;
+  if (Rank() != owner && size > 1) {
+    NDArray again = *NDArray::Zeros(*pool, DTypeId::kFloat64, {12, 4});
+    s = read({4, 4 - size}, 1, again);  // both held by `owner`, the missing one first
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(fmt::format("fetching block 4.0 from rank {}", owner)),
+              std::string_view::npos)
+        << s.ToString();
+    s = read({4 - size}, 2, again);  // not the region after the missing one
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    expect_rows(again, 4 - size, 2);
+  }
+  Barrier();
+  if (Rank() == 0) ASSERT_TRUE(BlockServer::StopAll().ok());
+  EXPECT_TRUE(server.Join().ok());
 }
 
 // Ranks that build different plans are told so, on every rank.

@@ -184,6 +184,49 @@ Status Send(int dest, int tag, std::span<const std::byte> data) {
   });
 }
 
+struct PendingSend::Requests {
+  std::vector<MPI_Request> pieces;
+};
+
+PendingSend::PendingSend() = default;
+PendingSend::PendingSend(PendingSend&&) noexcept = default;
+PendingSend& PendingSend::operator=(PendingSend&& other) noexcept {
+  if (this != &other) {
+    Finish().IgnoreError();
+    requests_ = std::move(other.requests_);
+  }
+  return *this;
+}
+PendingSend::~PendingSend() { Finish().IgnoreError(); }
+
+Status PendingSend::Finish() {
+  if (!requests_) return Status::Ok();
+  std::unique_ptr<Requests> requests = std::move(requests_);
+  Status first;
+  for (MPI_Request& r : requests->pieces) {
+    Status s = Wait(&r, "MPI_Isend");
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+Result<PendingSend> StartSend(int dest, int tag, std::span<const std::byte> data) {
+  STRATA_RETURN_IF_ERROR(CheckActive());
+  PendingSend send;
+  send.requests_ = std::make_unique<PendingSend::Requests>();
+  size_t offset = 0;
+  do {  // one empty piece when data is empty, as Send
+    const size_t n = std::min(kPieceBytes, data.size() - offset);
+    MPI_Request request;
+    STRATA_MPI_CALL(MPI_Isend(data.data() + offset, static_cast<int>(n), MPI_BYTE, dest, tag,
+                              comm, &request),
+                    "MPI_Isend");
+    send.requests_->pieces.push_back(request);
+    offset += n;
+  } while (offset < data.size());
+  return send;
+}
+
 Status Receive(int source, int tag, std::span<std::byte> out) {
   return InPieces(out.size(), "MPI_Irecv", [&](size_t offset, int n, MPI_Request* request) {
     return MPI_Irecv(out.data() + offset, n, MPI_BYTE, source, tag, comm, request);
@@ -260,6 +303,13 @@ Result<int64_t> SumOverHosts(int64_t) { return NotBuilt(); }
 Status Barrier() { return NotBuilt(); }
 Status Send(int, int, std::span<const std::byte>) { return NotBuilt(); }
 Status Receive(int, int, std::span<std::byte>) { return NotBuilt(); }
+struct PendingSend::Requests {};
+PendingSend::PendingSend() = default;
+PendingSend::PendingSend(PendingSend&&) noexcept = default;
+PendingSend& PendingSend::operator=(PendingSend&&) noexcept = default;
+PendingSend::~PendingSend() = default;
+Status PendingSend::Finish() { return Status::Ok(); }
+Result<PendingSend> StartSend(int, int, std::span<const std::byte>) { return NotBuilt(); }
 Result<std::vector<std::byte>> ReceiveAny(int, int, int*) { return NotBuilt(); }
 Result<bool> TryReceiveAny(int, int, int*, std::vector<std::byte>*) { return NotBuilt(); }
 Status Broadcast(std::span<std::byte>, int) { return NotBuilt(); }

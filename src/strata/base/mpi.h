@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -66,6 +67,24 @@ Status Barrier();
 // Sends `data` to `dest` with `tag`, in pieces of at most kPieceBytes.
 inline constexpr size_t kPieceBytes = size_t{64} << 20;
 Status Send(int dest, int tag, std::span<const std::byte> data);
+// A Send in progress (StartSend): `data` must stay valid, and unchanged,
+// until Finish. Finish (or destruction, which ignores errors) waits for it.
+class PendingSend {
+ public:
+  PendingSend();
+  PendingSend(PendingSend&&) noexcept;
+  PendingSend& operator=(PendingSend&&) noexcept;
+  ~PendingSend();
+  Status Finish();
+
+ private:
+  friend Result<PendingSend> StartSend(int dest, int tag, std::span<const std::byte> data);
+  struct Requests;
+  std::unique_ptr<Requests> requests_;
+};
+// Like Send, but returns once every piece is posted: messages to one rank go
+// out while the caller prepares the next.
+Result<PendingSend> StartSend(int dest, int tag, std::span<const std::byte> data);
 // Receives a message of exactly out.size() bytes sent by Send.
 Status Receive(int source, int tag, std::span<std::byte> out);
 // Receives the next message with `tag` from `source` (-1: any rank) whatever

@@ -674,6 +674,7 @@ Result<NDArray> Execution::Exchange(const Node& node, std::span<const Index> blo
   const int index = plan_.IndexOf(&in);
   const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;
   Status status;
+  std::vector<IntermediateStore::RegionRead> reads;
   ForEachInputBlock(node.maps[0], block, [&](std::span<const Index> k) {
     if (!status.ok()) return;
     Box kbox = in.grid.BlockBox(k);
@@ -681,7 +682,7 @@ Result<NDArray> Execution::Exchange(const Node& node, std::span<const Index> blo
     if (part.empty()) return;
     ArrayView dst = out.view().Slice(Translate(part, box.origin));
     if (tiered) {
-      status = state_[index].tier->GetRegion(k, Translate(part, kbox.origin), dst);
+      reads.push_back({Shape(k.begin(), k.end()), Translate(part, kbox.origin), dst});
       return;
     }
     Result<Held> held = Obtain(in, k, frame);
@@ -691,6 +692,7 @@ Result<NDArray> Execution::Exchange(const Node& node, std::span<const Index> blo
     }
     CopyArray(held->view.Slice(Translate(part, kbox.origin)), dst);
   });
+  if (status.ok() && !reads.empty()) status = state_[index].tier->GetRegions(reads);
   if (!status.ok()) return status.WithContext(fmt::format("{} ({})", node.op_name, node.name));
   return out;
 }

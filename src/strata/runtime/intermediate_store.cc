@@ -78,6 +78,11 @@ Result<NDArray> IntermediateStore::NewBlock(std::span<const Index> /*block*/, DT
   return NDArray::Allocate(pool, dtype, std::move(shape));
 }
 
+Status IntermediateStore::GetRegions(std::span<const RegionRead> reads) {
+  for (const RegionRead& r : reads) STRATA_RETURN_IF_ERROR(GetRegion(r.block, r.region, r.out));
+  return Status::Ok();
+}
+
 Result<BlockView> IntermediateStore::View(std::span<const Index> block, MemoryPool& pool) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data, Get(block, pool));
   ConstArrayView view = data->view();

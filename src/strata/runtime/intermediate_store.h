@@ -67,6 +67,15 @@ class IntermediateStore {
   // `region` (in the block's coordinates) of the block, into `out`.
   virtual Status GetRegion(std::span<const Index> block, const Box& region,
                            const ArrayView& out) = 0;
+  // One region of one block, for GetRegions.
+  struct RegionRead {
+    Shape block;
+    Box region;
+    ArrayView out;
+  };
+  // GetRegion of each of `reads`. Default: one after the other. The mpi tier
+  // asks each rank once for all the regions it holds instead of once each.
+  virtual Status GetRegions(std::span<const RegionRead> reads);
   // A buffer for `block` (of `dtype` and `shape`) for a task to compute into
   // and hand to Put. Default: from `pool`. ShmIntermediateStore hands out the
   // shared-memory object itself, which Put then seals without a copy (and

@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
-#include <optional>
 
 #include "strata/base/mpi.h"
 
@@ -17,8 +18,8 @@ constexpr int kTagServeData = 0x5302;  // its answer: a header, then the bytes
 
 enum RequestType : int64_t { kFetch = 1, kErase = 2, kStop = 3 };
 
-// One fetch at a time per rank, so that a header and its bytes are never
-// interleaved with another fetch's from the same owner.
+// One request at a time per rank, so that a header and its bytes are never
+// interleaved with another request's from the same owner.
 std::mutex fetch_mu;
 
 std::span<const std::byte> AsBytes(const std::vector<int64_t>& v) {
@@ -73,7 +74,9 @@ Result<std::shared_ptr<const NDArray>> MpiIntermediateStore::Get(std::span<const
   STRATA_RETURN_IF_ERROR(CheckOwner(owner, block));
   if (owner == mpi::Rank()) return local_->Get(block, pool);
   STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, grid_.BlockShape(block)));
-  STRATA_RETURN_IF_ERROR(Fetch(owner, block, Box(Shape(a.rank(), 0), a.shape()), a.view()));
+  const RegionRead read{Shape(block.begin(), block.end()), Box::FromShape(a.shape()), a.view()};
+  const RegionRead* reads[] = {&read};
+  STRATA_RETURN_IF_ERROR(Fetch(owner, reads));
   return std::make_shared<const NDArray>(std::move(a));
 }
 
@@ -90,35 +93,57 @@ Result<BlockView> MpiIntermediateStore::View(std::span<const Index> block, Memor
 
 Status MpiIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
                                        const ArrayView& out) {
-  const int owner = Owner(block);
-  STRATA_RETURN_IF_ERROR(CheckOwner(owner, block));
-  if (owner == mpi::Rank()) return local_->GetRegion(block, region, out);
-  if (out.is_contiguous()) return Fetch(owner, block, region, out);
-  // A strided destination (a slice of a larger block): stage the region.
-  STRATA_ASSIGN_OR_RETURN(NDArray staged, NDArray::Allocate(*staging_, dtype_, region.shape));
-  STRATA_RETURN_IF_ERROR(Fetch(owner, block, region, staged.view()));
-  CopyArray(staged.view(), out);
+  const RegionRead read{Shape(block.begin(), block.end()), region, out};
+  return GetRegions(std::span(&read, 1));
+}
+
+Status MpiIntermediateStore::GetRegions(std::span<const RegionRead> reads) {
+  std::map<int, std::vector<const RegionRead*>> remote;  // by owner
+  for (const RegionRead& r : reads) {
+    if (r.region.empty()) continue;
+    const int owner = Owner(r.block);
+    STRATA_RETURN_IF_ERROR(CheckOwner(owner, r.block));
+    if (owner == mpi::Rank()) {
+      STRATA_RETURN_IF_ERROR(local_->GetRegion(r.block, r.region, r.out));
+    } else {
+      remote[owner].push_back(&r);
+    }
+  }
+  for (const auto& [owner, list] : remote) STRATA_RETURN_IF_ERROR(Fetch(owner, list));
   return Status::Ok();
 }
 
-Status MpiIntermediateStore::Fetch(int owner, std::span<const Index> block, const Box& region,
-                                   const ArrayView& out) {
-  std::vector<int64_t> request = {kFetch, op_, LinearIndex(block, grid_.grid_shape()),
-                                  region.rank()};
-  request.insert(request.end(), region.origin.begin(), region.origin.end());
-  request.insert(request.end(), region.shape.begin(), region.shape.end());
+Status MpiIntermediateStore::Fetch(int owner, std::span<const RegionRead* const> reads) {
+  const int64_t rank = grid_.rank();
+  std::vector<int64_t> request = {kFetch, op_, static_cast<int64_t>(reads.size()), rank};
+  for (const RegionRead* r : reads) {
+    request.push_back(LinearIndex(r->block, grid_.grid_shape()));
+    request.insert(request.end(), r->region.origin.begin(), r->region.origin.end());
+    request.insert(request.end(), r->region.shape.begin(), r->region.shape.end());
+  }
   std::lock_guard lock(fetch_mu);
-  Status s = mpi::Send(owner, kTagServe, AsBytes(request));
-  if (s.ok()) {
+  STRATA_RETURN_IF_ERROR(mpi::Send(owner, kTagServe, AsBytes(request))
+                             .WithContext(fmt::format("asking rank {} for blocks", owner)));
+  // The owner answers each region in order, a header and then its bytes, and
+  // stops at the first region it cannot serve.
+  for (const RegionRead* r : reads) {
     Result<std::vector<std::byte>> header = mpi::ReceiveAny(owner, kTagServeData, nullptr);
-    s = header.ok() ? DecodeHeader(*header) : header.status();
+    Status s = header.ok() ? DecodeHeader(*header) : header.status();
+    if (s.ok() && r->out.is_contiguous()) {
+      s = mpi::Receive(owner, kTagServeData, r->out.bytes());
+    } else if (s.ok()) {
+      // A strided destination (a slice of a larger block): stage the region.
+      Result<NDArray> staged = NDArray::Allocate(*staging_, dtype_, r->region.shape);
+      s = staged.status();
+      if (s.ok()) s = mpi::Receive(owner, kTagServeData, staged->bytes());
+      if (s.ok()) CopyArray(staged->view(), r->out);
+    }
+    if (!s.ok()) {
+      return s.WithContext(fmt::format("fetching block {} from rank {}",
+                                       JoinIndices(r->block, '.'), owner));
+    }
+    bytes_fetched_ += r->region.num_elements() * dtype_.size();
   }
-  if (s.ok()) s = mpi::Receive(owner, kTagServeData, out.bytes());
-  if (!s.ok()) {
-    return s.WithContext(fmt::format("fetching block {} from rank {}",
-                                     JoinIndices(block, '.'), owner));
-  }
-  bytes_fetched_ += static_cast<int64_t>(out.bytes().size());
   return Status::Ok();
 }
 
@@ -128,34 +153,44 @@ Status MpiIntermediateStore::EraseLocal(Index linear) {
   return local_->Erase(block);
 }
 
-Status MpiIntermediateStore::Serve(int to, Index linear, const Box& region, MemoryPool& pool) {
+Status MpiIntermediateStore::Answer::Finish() {
+  Status s = header_send.Finish();
+  Status d = data_send.Finish();
+  return s.ok() ? d : s;
+}
+
+Result<MpiIntermediateStore::Answer> MpiIntermediateStore::StartServe(int to, Index linear,
+                                                                      const Box& region,
+                                                                      MemoryPool& pool) {
   Shape block(grid_.rank());
   UnravelIndex(linear, grid_.grid_shape(), block);
   // A region that is contiguous in a block held in RAM (the whole block, or
   // a band of whole rows, as a rechunk's slices often are) goes out without
   // a copy; any other region is staged contiguous first.
-  std::shared_ptr<const NDArray> held;
+  Answer answer;
   std::span<const std::byte> bytes;
-  std::optional<NDArray> staged;
   Status s;
   if (auto* memory = dynamic_cast<MemoryIntermediateStore*>(local_.get())) {
-    held = memory->InRam(block);
+    answer.held = memory->InRam(block);
   }
-  if (held && held->view().Slice(region).is_contiguous()) {
-    ConstArrayView part = held->view().Slice(region);
-    bytes = part.bytes();
+  if (answer.held && answer.held->view().Slice(region).is_contiguous()) {
+    bytes = answer.held->view().Slice(region).bytes();
   } else {
+    answer.held.reset();
     Result<NDArray> buffer = NDArray::Allocate(pool, dtype_, region.shape);
     s = buffer.status();
     if (s.ok()) s = local_->GetRegion(block, region, buffer->view());
     if (s.ok()) {
-      staged = *std::move(buffer);
-      bytes = staged->bytes();
+      answer.staged = *std::move(buffer);
+      bytes = answer.staged.bytes();
     }
   }
-  STRATA_RETURN_IF_ERROR(mpi::Send(to, kTagServeData, EncodeHeader(s)));
-  if (!s.ok()) return Status::Ok();  // the reader reports it
-  return mpi::Send(to, kTagServeData, bytes);
+  answer.header = EncodeHeader(s);
+  STRATA_ASSIGN_OR_RETURN(answer.header_send, mpi::StartSend(to, kTagServeData, answer.header));
+  if (!s.ok()) return answer;  // the reader reports it
+  STRATA_ASSIGN_OR_RETURN(answer.data_send, mpi::StartSend(to, kTagServeData, bytes));
+  answer.served = true;
+  return answer;
 }
 
 Status MpiIntermediateStore::Erase(std::span<const Index> block) {
@@ -221,15 +256,43 @@ void BlockServer::Loop() {
 Status BlockServer::Serve(int from, std::span<const int64_t> request) {
   const bool known = request.size() >= 4 && request[1] >= 0 &&
                      request[1] < static_cast<int64_t>(stores_.size()) && stores_[request[1]];
-  const int64_t rank = known ? request[3] : -1;
   if (known && request[0] == kErase) return stores_[request[1]]->EraseLocal(request[2]);
-  if (!known || request[0] != kFetch || rank < 0 ||
-      request.size() != 4 + 2 * static_cast<size_t>(rank)) {
+  // kFetch, op, count, rank, then per region: linear block, origin, shape.
+  const int64_t count = known ? request[2] : -1;
+  const int64_t rank = known ? request[3] : -1;
+  if (!known || request[0] != kFetch || count < 0 || rank < 0 ||
+      request.size() != 4 + static_cast<size_t>(count * (1 + 2 * rank))) {
     return InternalError(fmt::format("rank {} sent a malformed block request", from));
   }
-  Box region(Shape(request.begin() + 4, request.begin() + 4 + rank),
-             Shape(request.begin() + 4 + rank, request.end()));
-  return stores_[request[1]]->Serve(from, request[2], region, *pool_);
+  // Two regions in flight: the reader finds the next one's header (and its
+  // bytes ready to move) as soon as it has the previous one, while the bytes
+  // in flight stay bounded.
+  constexpr size_t kWindow = 2;
+  std::deque<MpiIntermediateStore::Answer> window;
+  Status status;
+  for (int64_t i = 0; i < count; ++i) {
+    if (window.size() == kWindow) {
+      status = window.front().Finish();
+      window.pop_front();
+      if (!status.ok()) break;
+    }
+    auto item = request.begin() + 4 + i * (1 + 2 * rank);
+    Box region(Shape(item + 1, item + 1 + rank), Shape(item + 1 + rank, item + 1 + 2 * rank));
+    Result<MpiIntermediateStore::Answer> answer =
+        stores_[request[1]]->StartServe(from, *item, region, *pool_);
+    if (!answer.ok()) {
+      status = answer.status();
+      break;
+    }
+    const bool served = answer->served;
+    window.push_back(*std::move(answer));
+    if (!served) break;  // the reader stops at the same region
+  }
+  for (MpiIntermediateStore::Answer& a : window) {
+    Status s = a.Finish();
+    if (status.ok()) status = s;
+  }
+  return status;
 }
 
 }  // namespace strata

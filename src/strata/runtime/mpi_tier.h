@@ -6,8 +6,11 @@
 // rank fetches exactly the region it needs from that rank's BlockServer, as
 // MPI messages (a header, then the bytes in pieces of at most
 // mpi::kPieceBytes): chunks travel over the interconnect, never through
-// storage. A rank has one fetch in flight per peer at a time, so the bytes in
-// flight per peer are bounded by one region.
+// storage. A task's regions held by one rank are asked for in one request
+// (GetRegions), which the owner answers region after region; a rank has one
+// request in flight per peer at a time, and each region's bytes go out only
+// once the reader has posted its receive, so the bytes in flight per peer are
+// bounded by one region.
 //
 // Who holds a block is known to the scheduler (rank 0), which sends the
 // owners of a task's inputs with the task; `owner` looks them up. Erase on
@@ -23,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "strata/base/mpi.h"
 #include "strata/runtime/intermediate_store.h"
 
 namespace strata {
@@ -40,23 +44,35 @@ class MpiIntermediateStore : public IntermediateStore {
                                              MemoryPool& pool) override;
   Result<BlockView> View(std::span<const Index> block, MemoryPool& pool) override;
   Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status GetRegions(std::span<const RegionRead> reads) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override { return local_->resident_bytes(); }
   int64_t bytes_written() const override { return local_->bytes_written(); }
   Status Cleanup() override { return local_->Cleanup(); }
 
   IntermediateStore& local() { return *local_; }
-  // For the BlockServer: drops a block this rank holds; sends `region` of one
-  // to rank `to` (a header, then the bytes).
+  // For the BlockServer: drops a block this rank holds.
   Status EraseLocal(Index linear);
-  Status Serve(int to, Index linear, const Box& region, MemoryPool& pool);
+  // For the BlockServer: an answer to a fetch, being sent: a header, then the
+  // region's bytes (served) or, when the region cannot be read, a header with
+  // the error for the reader to report. Holds what it sends until Finish.
+  struct Answer {
+    std::vector<std::byte> header;
+    std::shared_ptr<const NDArray> held;  // the block, sent from RAM without a copy
+    NDArray staged;                       // or the region, copied out of it
+    mpi::PendingSend header_send, data_send;
+    bool served = false;
+    Status Finish();
+  };
+  Result<Answer> StartServe(int to, Index linear, const Box& region, MemoryPool& pool);
   // Bytes this rank fetched from others.
   int64_t bytes_fetched() const { return bytes_fetched_.load(); }
 
  private:
   int Owner(std::span<const Index> block) const;
   Status CheckOwner(int owner, std::span<const Index> block) const;
-  Status Fetch(int owner, std::span<const Index> block, const Box& region, const ArrayView& out);
+  // Fetches `reads`, all held by `owner`, with one request.
+  Status Fetch(int owner, std::span<const RegionRead* const> reads);
 
   int op_;
   ChunkGrid grid_;
