@@ -505,9 +505,10 @@ Status ShmIntermediateStore::GetRegion(std::span<const Index> block, const Box& 
     if (bytes.ok()) {
       // Read through the region's descriptor rather than this process's
       // mapping: the kernel copies from its own mapping of the pages, which
-      // every process shares. Touching pages another process wrote through
-      // this process's mapping costs a fault per page on first use (per 4 KiB
-      // on VMs that shadow guest page tables): ~3 GB/s against ~10 GB/s.
+      // every process shares. Through this process's mapping, regions of
+      // blocks other workers wrote copied at 2.8 GB/s in W4 (the threads
+      // executor's heap: 7.9 GB/s), slowest right after a fresh mapping;
+      // preadv gives ~10 GB/s there (bench/first_touch.cc compares them).
       Status read = PreadRegion(store_->fd(), store_->FileOffset(bytes->data()), shape, region,
                                 out, fmt::format("block {} of {}", id.ToString(), name_));
       Status released = store_->Release(id);
