@@ -7,10 +7,10 @@
 // MPI messages (a header, then the bytes in pieces of at most
 // mpi::kPieceBytes): chunks travel over the interconnect, never through
 // storage. A task's regions held by one rank are asked for in one request
-// (GetRegions), which the owner answers region after region; a rank has one
-// request in flight per peer at a time, and each region's bytes go out only
-// once the reader has posted its receive, so the bytes in flight per peer are
-// bounded by one region.
+// (GetRegions), which the owner answers region after region without waiting
+// for the reader to take each one, up to 64 MiB ahead; a rank has one
+// request in flight per peer at a time, so the bytes in flight per peer are
+// bounded by 64 MiB (or one region, when larger).
 //
 // Who holds a block is known to the scheduler (rank 0), which sends the
 // owners of a task's inputs with the task; `owner` looks them up. Erase on
@@ -51,6 +51,7 @@ class MpiIntermediateStore : public IntermediateStore {
   Status Cleanup() override { return local_->Cleanup(); }
 
   IntermediateStore& local() { return *local_; }
+  DType dtype() const { return dtype_; }
   // For the BlockServer: drops a block this rank holds.
   Status EraseLocal(Index linear);
   // For the BlockServer: an answer to a fetch, being sent: a header, then the
