@@ -36,10 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rechunk as rb  # noqa: E402
 
-WORKLOADS = {
-    "W1": ([10000, 10000], [10000, 1000], [1000, 10000], "400MB", 1),
-    "W4": ([20000, 20000], [20000, 500], [500, 20000], "1GB", 4),
-}
+WORKLOADS = rb.WORKLOADS
 EXECUTORS = ("threads", "mpi")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 

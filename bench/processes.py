@@ -38,10 +38,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rechunk as rb  # noqa: E402  (timed_run, make_source, same_chunks, ...)
 
-WORKLOADS = {
-    "W1": ([10000, 10000], [10000, 1000], [1000, 10000], "400MB", 1),
-    "W4": ([20000, 20000], [20000, 500], [500, 20000], "1GB", 4),
-}
+WORKLOADS = rb.WORKLOADS
 EXECUTORS = ("threads", "processes")
 
 

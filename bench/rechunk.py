@@ -69,6 +69,14 @@ x.rechunk(tuple(json.loads(sys.argv[3]))).to_zarr(sys.argv[2], overwrite=True)
 '''
 
 
+# The in-RAM rechunk workloads, shared with bench/processes.py and
+# bench/mpi.py: shape, source chunks, target chunks, allowed_mem, seed.
+WORKLOADS = {
+    "W1": ([10000, 10000], [10000, 1000], [1000, 10000], "400MB", 1),
+    "W4": ([20000, 20000], [20000, 500], [500, 20000], "1GB", 4),
+}
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -524,12 +532,9 @@ def main():
     load_start = loadavg()
     dropped = []
     rows, cliff = [], None
-    if "W1" in args.workloads:
-        rows.append(run_workload(args, "W1", [10000, 10000], [10000, 1000], [1000, 10000],
-                                 "400MB", 1, dropped))
-    if "W4" in args.workloads:
-        rows.append(run_workload(args, "W4", [20000, 20000], [20000, 500], [500, 20000], "1GB", 4,
-                                 dropped))
+    for name in ("W1", "W4"):
+        if name in args.workloads:
+            rows.append(run_workload(args, name, *WORKLOADS[name], dropped))
     if "W5" in args.workloads:
         cliff = run_cliff(args, dropped)
         render_svg(cliff, args.svg)
