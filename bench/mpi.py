@@ -23,7 +23,6 @@ without process and MPI start-up); the median wall time of `mpirun -np 2
 /bin/true` (the launcher's own cost) is measured in the same run. Never
 pass/fail.
 """
-import argparse
 import datetime
 import json
 import os
@@ -36,7 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rechunk as rb  # noqa: E402
 
-WORKLOADS = rb.WORKLOADS
+
 EXECUTORS = ("threads", "mpi")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -48,7 +47,7 @@ def compute_end(path):
 
 
 def run_workload(args, name, dropped):
-    shape, src_chunks, dst_chunks, allowed, seed = WORKLOADS[name]
+    shape, src_chunks, dst_chunks, allowed, seed = rb.WORKLOADS[name]
     strata = os.path.join(args.bin, "strata")
     d = os.path.join(os.path.abspath(args.dir), name)
     os.makedirs(d, exist_ok=True)
@@ -103,13 +102,7 @@ def run_workload(args, name, dropped):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--workloads", nargs="+", default=["W1", "W4"], choices=sorted(WORKLOADS))
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--bin", default="build/release/bin")
-    ap.add_argument("--dir", default="build/bench/mpi")
-    ap.add_argument("--pretouch", action=argparse.BooleanOptionalAction, default=True)
-    args = ap.parse_args()
+    args = rb.executor_bench_args("build/bench/mpi")
     os.environ.update(MPI_ENV)
     dropped = []
     launcher = []

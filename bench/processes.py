@@ -28,7 +28,6 @@ line gives the intermediate bytes written to disk and the peak of
 intermediates in RAM. The first rep's outputs are compared chunk file by chunk
 file. Reports medians and the ratio processes/threads; never pass/fail.
 """
-import argparse
 import datetime
 import json
 import os
@@ -38,7 +37,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rechunk as rb  # noqa: E402  (timed_run, make_source, same_chunks, ...)
 
-WORKLOADS = rb.WORKLOADS
+
 EXECUTORS = ("threads", "processes")
 
 
@@ -56,7 +55,7 @@ def last_compute_end(path):
 
 
 def run_workload(args, name, dropped):
-    shape, src_chunks, dst_chunks, allowed, seed = WORKLOADS[name]
+    shape, src_chunks, dst_chunks, allowed, seed = rb.WORKLOADS[name]
     strata = os.path.join(args.bin, "strata")
     d = os.path.join(os.path.abspath(args.dir), name)
     os.makedirs(d, exist_ok=True)
@@ -106,15 +105,7 @@ def run_workload(args, name, dropped):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--workloads", nargs="+", default=["W1", "W4"], choices=sorted(WORKLOADS))
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--bin", default="build/release/bin")
-    ap.add_argument("--dir", default="build/bench/processes")
-    ap.add_argument("--pretouch", action=argparse.BooleanOptionalAction, default=True,
-                    help="touch (and free) the memory a run will need just before it, in a "
-                         "child process (see bench/rechunk.py pretouch())")
-    args = ap.parse_args()
+    args = rb.executor_bench_args("build/bench/processes")
     dropped = []
     rows = [run_workload(args, w, dropped) for w in args.workloads]
     out = {

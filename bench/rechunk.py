@@ -77,6 +77,20 @@ WORKLOADS = {
 }
 
 
+
+def executor_bench_args(default_dir):
+    """The options of bench/processes.py and bench/mpi.py, parsed."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", nargs="+", default=["W1", "W4"], choices=sorted(WORKLOADS))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--bin", default="build/release/bin")
+    ap.add_argument("--dir", default=default_dir)
+    ap.add_argument("--pretouch", action=argparse.BooleanOptionalAction, default=True,
+                    help="touch (and free) the memory a run will need just before it, in a "
+                         "child process (see pretouch())")
+    return ap.parse_args()
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
