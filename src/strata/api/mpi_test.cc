@@ -17,6 +17,7 @@
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/intermediate_store_test_util.h"
 #include "strata/runtime/mpi_tier.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
@@ -24,6 +25,7 @@
 namespace strata {
 namespace {
 
+using testing_util::IntermediateStoreConformance;
 using testing_util::RecordingCallback;
 using testing_util::Snapshot;
 
@@ -351,6 +353,54 @@ TEST(MpiTest, BlockServerAnswersBatchesAndStopsAtAMissingBlock) {
   if (Rank() == 0) ASSERT_TRUE(BlockServer::StopAll().ok());
   EXPECT_TRUE(server.Join().ok());
 }
+
+// The IntermediateStore conformance suite over the mpi tier: block b lives
+// on rank b % size (which alone puts and erases it), every rank reads every
+// block, the ones held elsewhere as MPI messages through their owner's
+// BlockServer.
+class ServedMpiTier : public testing_util::ForwardingStore {
+ public:
+  static Result<std::unique_ptr<IntermediateStore>> Make(const std::string& dir,
+                                                         const ChunkGrid& grid, DType dtype) {
+    STRATA_RETURN_IF_ERROR(mpi::Init());
+    auto t = std::unique_ptr<ServedMpiTier>(new ServedMpiTier());
+    const int size = mpi::Size();
+    t->pool_ = MemoryPool::Default()->NewChild({"mpi tier", 0});
+    t->store_ = std::make_unique<MpiIntermediateStore>(
+        0, grid, dtype,
+        std::make_unique<MemoryIntermediateStore>("mpi", dtype, t->pool_, nullptr,
+                                                  dir + "/spill"),
+        [size](Index linear) { return static_cast<int>(linear % size); }, t->pool_);
+    t->target_ = t->store_.get();
+    t->server_ = std::make_unique<BlockServer>(std::vector<MpiIntermediateStore*>{t->store_.get()},
+                                               t->pool_);
+    t->server_->Start();
+    return std::unique_ptr<IntermediateStore>(std::move(t));
+  }
+  ~ServedMpiTier() override {
+    mpi::Barrier().IgnoreError();
+    if (Rank() == 0) BlockServer::StopAll().IgnoreError();
+    server_->Join().IgnoreError();
+  }
+
+ private:
+  ServedMpiTier() = default;
+  std::shared_ptr<MemoryPool> pool_;
+  std::unique_ptr<MpiIntermediateStore> store_;
+  std::unique_ptr<BlockServer> server_;
+};
+
+testing_util::TierUnderTest MpiTier() {
+  testing_util::TierUnderTest t;
+  t.name = "mpi";
+  t.make = &ServedMpiTier::Make;
+  t.puts_here = [](Index linear) { return linear % mpi::Size() == Rank(); };
+  t.sync = [] { Barrier(); };
+  return t;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, IntermediateStoreConformance, ::testing::Values(MpiTier()),
+                         testing_util::TierName);
 
 // Ranks that build different plans are told so, on every rank.
 TEST(MpiTest, DifferentPlansOnRanksAreAnError) {

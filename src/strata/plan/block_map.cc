@@ -5,6 +5,11 @@
 
 namespace strata {
 
+bool BlockList::Contains(Index k) const {
+  if (!stored_) return k >= first_ && k < first_ + count_;
+  return std::find(values_.begin(), values_.end(), k) != values_.end();
+}
+
 std::shared_ptr<const AxisMap::Csr> AxisMap::Invert(const Csr& forward, Index num_input_blocks) {
   auto inverse = std::make_shared<Csr>();
   std::vector<Index> counts(num_input_blocks + 1, 0);
@@ -20,18 +25,58 @@ std::shared_ptr<const AxisMap::Csr> AxisMap::Invert(const Csr& forward, Index nu
   return inverse;
 }
 
+void AxisMap::ComputeBounds(Index num_output_blocks) {
+  num_output_blocks_ = num_output_blocks;
+  if (kind_ == Kind::kFixed) {
+    min_inputs_ = max_inputs_ = static_cast<Index>(InputsFor(0).size());
+    return;
+  }
+  if (num_output_blocks == 0) {
+    min_inputs_ = max_inputs_ = 0;
+    return;
+  }
+  Index lo = INT64_MAX, hi = 0;
+  auto visit = [&](Index j) {
+    const Index n = static_cast<Index>(InputsFor(j).size());
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  };
+  switch (form_) {
+    case Form::kIdentity:
+      lo = hi = 1;
+      break;
+    case Form::kRegular: {
+      // The pattern of overlaps repeats every lcm(out, in) elements; the
+      // last (ragged) block is visited on its own.
+      const Index period = std::lcm(out_chunk_, in_chunk_) / out_chunk_;
+      constexpr Index kMaxVisited = 1 << 20;
+      if (period <= kMaxVisited) {
+        for (Index j = 0; j < std::min(period, num_output_blocks); ++j) visit(j);
+        visit(num_output_blocks - 1);
+      } else {
+        // A bound: a window of out_chunk elements meets at most this many.
+        hi = (out_chunk_ + in_chunk_ - 2) / in_chunk_ + 1;
+        lo = 1;
+        visit(num_output_blocks - 1);
+      }
+      break;
+    }
+    case Form::kTable:
+    case Form::kRange:
+      for (Index j = 0; j < num_output_blocks; ++j) visit(j);
+      break;
+  }
+  min_inputs_ = lo;
+  max_inputs_ = hi;
+}
+
 AxisMap AxisMap::Identity(int out_axis, Index n) {
-  auto csr = std::make_shared<Csr>();
-  csr->offsets.resize(n + 1);
-  std::iota(csr->offsets.begin(), csr->offsets.end(), Index{0});
-  csr->values.resize(n);
-  std::iota(csr->values.begin(), csr->values.end(), Index{0});
   AxisMap m;
   m.kind_ = Kind::kMapped;
+  m.form_ = Form::kIdentity;
   m.out_axis_ = out_axis;
   m.num_input_blocks_ = n;
-  m.forward_ = csr;
-  m.inverse_ = csr;  // the identity is its own inverse
+  m.ComputeBounds(n);
   return m;
 }
 
@@ -49,10 +94,12 @@ AxisMap AxisMap::Table(int out_axis, const std::vector<std::vector<Index>>& tabl
   }
   AxisMap m;
   m.kind_ = Kind::kMapped;
+  m.form_ = Form::kTable;
   m.out_axis_ = out_axis;
   m.num_input_blocks_ = num_input_blocks;
   m.inverse_ = Invert(*csr, num_input_blocks);
   m.forward_ = std::move(csr);
+  m.ComputeBounds(static_cast<Index>(table.size()));
   return m;
 }
 
@@ -62,20 +109,40 @@ AxisMap AxisMap::Fixed(std::vector<Index> blocks, Index num_input_blocks) {
   csr->values = std::move(blocks);
   AxisMap m;
   m.kind_ = Kind::kFixed;
+  m.form_ = Form::kTable;
   m.num_input_blocks_ = num_input_blocks;
   m.forward_ = std::move(csr);
+  m.ComputeBounds(1);
   return m;
 }
 
 AxisMap AxisMap::All(Index num_input_blocks) {
-  std::vector<Index> all(num_input_blocks);
-  std::iota(all.begin(), all.end(), Index{0});
-  return Fixed(std::move(all), num_input_blocks);
+  AxisMap m;
+  m.kind_ = Kind::kFixed;
+  m.form_ = Form::kRange;
+  m.num_input_blocks_ = num_input_blocks;
+  m.ComputeBounds(1);
+  return m;
 }
 
 AxisMap AxisMap::Overlap(int out_axis, const ChunkGrid& out_grid, const ChunkGrid& in_grid,
                          int in_axis) {
   const Index n_out = out_grid.grid_shape()[out_axis];
+  if (out_grid.is_regular() && in_grid.is_regular()) {
+    const Index out_chunk = out_grid.chunk_shape()[out_axis];
+    const Index in_chunk = in_grid.chunk_shape()[in_axis];
+    if (out_chunk == in_chunk) return Identity(out_axis, n_out);
+    AxisMap m;
+    m.kind_ = Kind::kMapped;
+    m.form_ = Form::kRegular;
+    m.out_axis_ = out_axis;
+    m.num_input_blocks_ = in_grid.grid_shape()[in_axis];
+    m.out_chunk_ = std::max<Index>(1, out_chunk);
+    m.in_chunk_ = std::max<Index>(1, in_chunk);
+    m.extent_ = out_grid.shape()[out_axis];
+    m.ComputeBounds(n_out);
+    return m;
+  }
   std::vector<std::vector<Index>> table(n_out);
   for (Index j = 0; j < n_out; ++j) {
     Index begin = out_grid.block_origin(out_axis, j);
@@ -86,18 +153,51 @@ AxisMap AxisMap::Overlap(int out_axis, const ChunkGrid& out_grid, const ChunkGri
   return Table(out_axis, table, in_grid.grid_shape()[in_axis]);
 }
 
-std::span<const Index> AxisMap::InputsFor(Index j) const {
-  return forward_->Row(kind_ == Kind::kFixed ? 0 : j);
+BlockList AxisMap::InputsFor(Index j) const {
+  switch (form_) {
+    case Form::kIdentity:
+      return BlockList::Range(j, 1);
+    case Form::kRegular: {
+      const Index begin = j * out_chunk_;
+      const Index end = std::min(begin + out_chunk_, extent_);
+      if (end <= begin) return BlockList();
+      const Index first = begin / in_chunk_;
+      return BlockList::Range(first, (end - 1) / in_chunk_ - first + 1);
+    }
+    case Form::kRange:
+      return BlockList::Range(0, num_input_blocks_);
+    case Form::kTable:
+      break;
+  }
+  return BlockList::Of(forward_->Row(kind_ == Kind::kFixed ? 0 : j));
 }
 
-std::span<const Index> AxisMap::ConsumersOf(Index k) const {
+BlockList AxisMap::ConsumersOf(Index k) const {
   STRATA_DCHECK(kind_ == Kind::kMapped);
-  return inverse_->Row(k);
+  switch (form_) {
+    case Form::kIdentity:
+      return BlockList::Range(k, 1);
+    case Form::kRegular: {
+      const Index begin = k * in_chunk_;
+      const Index end = std::min(begin + in_chunk_, extent_);
+      if (end <= begin) return BlockList();
+      const Index first = begin / out_chunk_;
+      return BlockList::Range(first, (end - 1) / out_chunk_ - first + 1);
+    }
+    case Form::kRange:
+    case Form::kTable:
+      break;
+  }
+  return BlockList::Of(inverse_->Row(k));
 }
 
-bool AxisMap::IsRead(Index k) const {
-  const auto& v = forward_->values;
-  return std::find(v.begin(), v.end(), k) != v.end();
+bool AxisMap::IsRead(Index k) const { return InputsFor(0).Contains(k); }
+
+AxisMap AxisMap::WithOutAxis(int out_axis) const {
+  STRATA_DCHECK(kind_ == Kind::kMapped);
+  AxisMap m = *this;
+  m.out_axis_ = out_axis;
+  return m;
 }
 
 InputMap InputMap::IdentityMap(std::span<const Index> grid_shape) {
@@ -111,7 +211,7 @@ InputMap InputMap::IdentityMap(std::span<const Index> grid_shape) {
 namespace {
 
 // Odometer over per-axis lists.
-void ForEachProduct(const std::vector<std::span<const Index>>& lists,
+void ForEachProduct(const std::vector<BlockList>& lists,
                     const std::function<void(std::span<const Index>)>& fn) {
   const size_t rank = lists.size();
   for (const auto& l : lists) {
@@ -137,35 +237,33 @@ void ForEachProduct(const std::vector<std::span<const Index>>& lists,
   }
 }
 
+BlockList ListFor(const AxisMap& a, std::span<const Index> out_block) {
+  return a.InputsFor(a.kind() == AxisMap::Kind::kFixed ? 0 : out_block[a.out_axis()]);
+}
+
 }  // namespace
 
 void ForEachInputBlock(const InputMap& map, std::span<const Index> out_block,
                        const std::function<void(std::span<const Index>)>& fn) {
-  std::vector<std::span<const Index>> lists;
+  std::vector<BlockList> lists;
   lists.reserve(map.axes.size());
-  for (const AxisMap& a : map.axes) {
-    lists.push_back(a.InputsFor(a.kind() == AxisMap::Kind::kFixed ? 0 : out_block[a.out_axis()]));
-  }
+  for (const AxisMap& a : map.axes) lists.push_back(ListFor(a, out_block));
   ForEachProduct(lists, fn);
 }
 
 Index CountInputBlocks(const InputMap& map, std::span<const Index> out_block) {
   Index n = 1;
-  for (const AxisMap& a : map.axes) {
-    n *= static_cast<Index>(
-        a.InputsFor(a.kind() == AxisMap::Kind::kFixed ? 0 : out_block[a.out_axis()]).size());
-  }
+  for (const AxisMap& a : map.axes) n *= static_cast<Index>(ListFor(a, out_block).size());
   return n;
 }
 
 namespace {
 
-// Per output axis, the output blocks that read `in_block` (nullopt-like empty
-// vector plus flag for "every block").
+// Per output axis, the output blocks that read `in_block`; false when none
+// does. `storage` holds the lists that are intersections of two.
 bool ConsumerLists(const InputMap& map, std::span<const Index> in_block,
                    std::span<const Index> out_grid_shape,
-                   std::vector<std::vector<Index>>& storage,
-                   std::vector<std::span<const Index>>& lists) {
+                   std::vector<std::vector<Index>>& storage, std::vector<BlockList>& lists) {
   const size_t out_rank = out_grid_shape.size();
   storage.assign(out_rank, {});
   std::vector<bool> constrained(out_rank, false);
@@ -176,25 +274,22 @@ bool ConsumerLists(const InputMap& map, std::span<const Index> in_block,
       if (!a.IsRead(in_block[i])) return false;
       continue;
     }
-    std::span<const Index> consumers = a.ConsumersOf(in_block[i]);
-    int o = a.out_axis();
+    BlockList consumers = a.ConsumersOf(in_block[i]);
+    const int o = a.out_axis();
     if (!constrained[o]) {
-      storage[o].assign(consumers.begin(), consumers.end());
+      lists[o] = consumers;
       constrained[o] = true;
     } else {
       // Two input axes driven by one output axis: both must agree.
       std::vector<Index> both;
-      std::set_intersection(storage[o].begin(), storage[o].end(), consumers.begin(),
+      std::set_intersection(lists[o].begin(), lists[o].end(), consumers.begin(),
                             consumers.end(), std::back_inserter(both));
       storage[o] = std::move(both);
+      lists[o] = BlockList::Of(storage[o]);
     }
   }
   for (size_t o = 0; o < out_rank; ++o) {
-    if (!constrained[o]) {
-      storage[o].resize(out_grid_shape[o]);
-      std::iota(storage[o].begin(), storage[o].end(), Index{0});
-    }
-    lists[o] = storage[o];
+    if (!constrained[o]) lists[o] = BlockList::Range(0, out_grid_shape[o]);
   }
   return true;
 }
@@ -205,7 +300,7 @@ void ForEachConsumer(const InputMap& map, std::span<const Index> in_block,
                      std::span<const Index> out_grid_shape,
                      const std::function<void(std::span<const Index>)>& fn) {
   std::vector<std::vector<Index>> storage;
-  std::vector<std::span<const Index>> lists;
+  std::vector<BlockList> lists;
   if (!ConsumerLists(map, in_block, out_grid_shape, storage, lists)) return;
   ForEachProduct(lists, fn);
 }
@@ -213,7 +308,7 @@ void ForEachConsumer(const InputMap& map, std::span<const Index> in_block,
 Index CountConsumers(const InputMap& map, std::span<const Index> in_block,
                      std::span<const Index> out_grid_shape) {
   std::vector<std::vector<Index>> storage;
-  std::vector<std::span<const Index>> lists;
+  std::vector<BlockList> lists;
   if (!ConsumerLists(map, in_block, out_grid_shape, storage, lists)) return 0;
   Index n = 1;
   for (const auto& l : lists) n *= static_cast<Index>(l.size());
@@ -232,8 +327,18 @@ InputMap Compose(const InputMap& outer, const InputMap& inner,
     }
     const int mid_axis = a.out_axis();
     const AxisMap& b = outer.axes[mid_axis];
+    // Identities compose without tables (elementwise chains, the common
+    // case, stay arithmetic however many blocks they have).
+    if (b.kind() == AxisMap::Kind::kMapped && b.is_identity()) {
+      out.axes.push_back(a.WithOutAxis(b.out_axis()));
+      continue;
+    }
+    if (a.is_identity()) {
+      out.axes.push_back(b);
+      continue;
+    }
     const Index n_in = a.num_input_blocks();
-    auto unite = [&](std::span<const Index> mids) {
+    auto unite = [&](BlockList mids) {
       std::vector<Index> blocks;
       for (Index m : mids) {
         for (Index k : a.InputsFor(m)) blocks.push_back(k);

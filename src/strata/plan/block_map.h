@@ -9,13 +9,17 @@
 //   - the consumers of input block k are a Cartesian product too
 //     (ForEachConsumer),
 // which lets the scheduler find a task's inputs and a chunk's readers on demand
-// for plans of millions of tasks, with no edge lists.
+// for plans of millions of tasks, with no edge lists. Identity maps and
+// overlaps of regular grids are arithmetic: a map over 10^9 blocks along an
+// axis costs as little as one over ten.
 //
 // Thread-safety: immutable after construction; share freely.
 #ifndef STRATA_PLAN_BLOCK_MAP_H_
 #define STRATA_PLAN_BLOCK_MAP_H_
 
+#include <cstddef>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <vector>
@@ -24,6 +28,67 @@
 #include "strata/core/chunk_grid.h"
 
 namespace strata {
+
+// Block indices along one axis: a contiguous range (identity and regular
+// overlap maps compute it, storing nothing) or a view of a stored list.
+// A stored view is kept alive by the AxisMap it came from.
+class BlockList {
+ public:
+  BlockList() = default;
+  static BlockList Range(Index first, Index count) {
+    BlockList l;
+    l.first_ = first;
+    l.count_ = count;
+    return l;
+  }
+  static BlockList Of(std::span<const Index> values) {
+    BlockList l;
+    l.values_ = values;
+    l.count_ = static_cast<Index>(values.size());
+    l.stored_ = true;
+    return l;
+  }
+  size_t size() const { return static_cast<size_t>(count_); }
+  bool empty() const { return count_ == 0; }
+  Index operator[](size_t i) const { return stored_ ? values_[i] : first_ + static_cast<Index>(i); }
+  Index front() const { return (*this)[0]; }
+  Index back() const { return (*this)[size() - 1]; }
+  bool Contains(Index k) const;
+
+  class iterator {
+   public:
+    using value_type = Index;
+    using difference_type = std::ptrdiff_t;
+    using iterator_category = std::input_iterator_tag;
+    using pointer = const Index*;
+    using reference = Index;
+    iterator() = default;
+    iterator(const BlockList* list, size_t i) : list_(list), i_(i) {}
+    Index operator*() const { return (*list_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++i_;
+      return t;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
+
+   private:
+    const BlockList* list_ = nullptr;
+    size_t i_ = 0;
+  };
+  iterator begin() const { return iterator(this, 0); }
+  iterator end() const { return iterator(this, size()); }
+
+ private:
+  Index first_ = 0;
+  Index count_ = 0;
+  std::span<const Index> values_;
+  bool stored_ = false;
+};
 
 class AxisMap {
  public:
@@ -43,20 +108,28 @@ class AxisMap {
   // Every one of `num_input_blocks` blocks (a contraction over this axis).
   static AxisMap All(Index num_input_blocks);
   // The blocks of `in_grid` along `in_axis` that intersect each block of
-  // `out_grid` along `out_axis` (same extent): rechunk.
+  // `out_grid` along `out_axis` (same extent): rechunk. Between regular
+  // grids this is arithmetic and stores nothing.
   static AxisMap Overlap(int out_axis, const ChunkGrid& out_grid, const ChunkGrid& in_grid,
                          int in_axis);
 
   Kind kind() const { return kind_; }
   int out_axis() const { return out_axis_; }
   Index num_input_blocks() const { return num_input_blocks_; }
+  // The fewest and the most input blocks one output block reads.
+  Index min_inputs() const { return min_inputs_; }
+  Index max_inputs() const { return max_inputs_; }
+  // True for Identity (and compositions of identities).
+  bool is_identity() const { return form_ == Form::kIdentity; }
 
   // Input blocks read for output block `j` along out_axis (any j for kFixed).
-  std::span<const Index> InputsFor(Index j) const;
+  BlockList InputsFor(Index j) const;
   // kMapped: output blocks along out_axis that read input block `k`.
-  std::span<const Index> ConsumersOf(Index k) const;
+  BlockList ConsumersOf(Index k) const;
   // kFixed: whether input block `k` is read (by every output block).
   bool IsRead(Index k) const;
+  // The same map driven by output axis `out_axis` instead (kMapped only).
+  AxisMap WithOutAxis(int out_axis) const;
 
  private:
   // Compressed rows: row r is values[offsets[r] .. offsets[r + 1]).
@@ -67,13 +140,25 @@ class AxisMap {
       return {values.data() + offsets[r], static_cast<size_t>(offsets[r + 1] - offsets[r])};
     }
   };
+  // How the lists are found.
+  enum class Form : uint8_t {
+    kIdentity,  // j -> {j}
+    kRegular,   // regular out chunks of out_chunk_ over in chunks of in_chunk_
+    kRange,     // kFixed: blocks [0, num_input_blocks)
+    kTable,     // stored rows
+  };
   static std::shared_ptr<const Csr> Invert(const Csr& forward, Index num_input_blocks);
+  void ComputeBounds(Index num_output_blocks);
 
   Kind kind_ = Kind::kMapped;
+  Form form_ = Form::kTable;
   int out_axis_ = -1;
   Index num_input_blocks_ = 0;
-  std::shared_ptr<const Csr> forward_;  // kFixed: one row
-  std::shared_ptr<const Csr> inverse_;  // kMapped only
+  Index num_output_blocks_ = 0;  // kMapped
+  Index out_chunk_ = 1, in_chunk_ = 1, extent_ = 0;  // kRegular
+  Index min_inputs_ = 0, max_inputs_ = 0;
+  std::shared_ptr<const Csr> forward_;  // kTable (kFixed: one row)
+  std::shared_ptr<const Csr> inverse_;  // kTable, kMapped only
 };
 
 // The key function of one op input: one AxisMap per input axis.

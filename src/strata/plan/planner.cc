@@ -44,19 +44,9 @@ int64_t Plan::total_tasks() const {
 namespace {
 
 // Largest number of input blocks any output block reads through `map`.
-int64_t MaxInputs(const InputMap& map, std::span<const Index> out_grid_shape) {
+int64_t MaxInputs(const InputMap& map, std::span<const Index> /*out_grid_shape*/) {
   int64_t n = 1;
-  for (const AxisMap& a : map.axes) {
-    int64_t most = 0;
-    if (a.kind() == AxisMap::Kind::kFixed) {
-      most = static_cast<int64_t>(a.InputsFor(0).size());
-    } else {
-      for (Index j = 0; j < out_grid_shape[a.out_axis()]; ++j) {
-        most = std::max<int64_t>(most, static_cast<int64_t>(a.InputsFor(j).size()));
-      }
-    }
-    n *= most;
-  }
+  for (const AxisMap& a : map.axes) n *= a.max_inputs();
   return n;
 }
 

@@ -1,6 +1,9 @@
-// PreadRegion: slices of a raw block in a file, read straight into strided
-// destinations, must equal the same slices copied in memory, whatever the
-// shapes, the block's offset in the file and the layout of the destination.
+// The IntermediateStore conformance suite over the memory, spill, disk,
+// shared-memory and object tiers (the mpi tier runs it in api/mpi_test.cc),
+// and PreadRegion: slices of a raw block in a file, read straight into
+// strided destinations, must equal the same slices copied in memory, whatever
+// the shapes, the block's offset in the file and the layout of the
+// destination.
 #include "strata/runtime/intermediate_store.h"
 
 #include <fcntl.h>
@@ -12,9 +15,113 @@
 
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
+#include "strata/runtime/intermediate_store_test_util.h"
+#include "strata/runtime/object_tier.h"
+#include "strata/runtime/shm_store.h"
+#include "strata/storage/store.h"
 
 namespace strata {
 namespace {
+
+using testing_util::IntermediateStoreConformance;
+using testing_util::TierUnderTest;
+
+std::shared_ptr<MemoryPool> TierPool() { return MemoryPool::Default()->NewChild({"tier", 0}); }
+
+TierUnderTest MemoryTier() {
+  TierUnderTest t;
+  t.name = "memory";
+  t.make = [](const std::string& dir, const ChunkGrid&, DType dtype)
+      -> Result<std::unique_ptr<IntermediateStore>> {
+    return std::unique_ptr<IntermediateStore>(std::make_unique<MemoryIntermediateStore>(
+        "memory", dtype, TierPool(), std::make_shared<RamBudget>(int64_t{1} << 30),
+        dir + "/spill"));
+  };
+  return t;
+}
+
+// RAM for two 48-byte blocks: the others spill, block by block.
+TierUnderTest SpillTier() {
+  TierUnderTest t = MemoryTier();
+  t.name = "spill";
+  t.make = [](const std::string& dir, const ChunkGrid&, DType dtype)
+      -> Result<std::unique_ptr<IntermediateStore>> {
+    return std::unique_ptr<IntermediateStore>(std::make_unique<MemoryIntermediateStore>(
+        "spill", dtype, TierPool(), std::make_shared<RamBudget>(100), dir + "/spill"));
+  };
+  t.spills = true;
+  return t;
+}
+
+TierUnderTest DiskTier() {
+  TierUnderTest t;
+  t.name = "disk";
+  t.make = [](const std::string& dir, const ChunkGrid& grid, DType dtype)
+      -> Result<std::unique_ptr<IntermediateStore>> {
+    STRATA_ASSIGN_OR_RETURN(auto store, DiskIntermediateStore::Create(dir + "/int", grid, dtype));
+    return std::unique_ptr<IntermediateStore>(std::move(store));
+  };
+  t.counts_resident = false;
+  t.writes_everything = true;
+  return t;
+}
+
+// One ShmStore per test, as the processes executor keeps one per compute.
+class ShmTierHolder : public testing_util::ForwardingStore {
+ public:
+  static Result<std::unique_ptr<IntermediateStore>> Make(const std::string& dir,
+                                                         const ChunkGrid& grid, DType dtype) {
+    ShmStoreOptions options;
+    options.name = "conformance";
+    options.capacity = int64_t{1} << 20;
+    options.spill_dir = dir;
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShmStore> shm, ShmStore::Create(options));
+    auto holder = std::unique_ptr<ShmTierHolder>(new ShmTierHolder());
+    holder->shm_ = std::move(shm);
+    holder->tier_ = std::make_unique<ShmIntermediateStore>("shm", 7, grid, dtype,
+                                                           holder->shm_.get(), dir + "/fallback");
+    holder->target_ = holder->tier_.get();
+    return std::unique_ptr<IntermediateStore>(std::move(holder));
+  }
+
+ private:
+  ShmTierHolder() = default;
+  std::unique_ptr<ShmStore> shm_;
+  std::unique_ptr<ShmIntermediateStore> tier_;  // destroyed before shm_
+};
+
+TierUnderTest ShmTier() {
+  TierUnderTest t;
+  t.name = "shm";
+  t.make = &ShmTierHolder::Make;
+  t.counts_resident = false;  // the whole ShmStore's usage, in pages
+  return t;
+}
+
+// Objects in a MemoryStore (the S3Store suite covers S3 itself).
+TierUnderTest ObjectTier() {
+  auto store = std::make_shared<std::shared_ptr<Store>>();
+  TierUnderTest t;
+  t.name = "object";
+  t.make = [store](const std::string&, const ChunkGrid& grid, DType dtype)
+      -> Result<std::unique_ptr<IntermediateStore>> {
+    *store = std::make_shared<MemoryStore>();
+    return std::unique_ptr<IntermediateStore>(std::make_unique<ObjectIntermediateStore>(
+        *store, "run/array-001", grid, dtype, TierPool()));
+  };
+  t.counts_resident = false;
+  t.writes_everything = true;
+  t.leftovers = [store]() -> int64_t {
+    Result<std::vector<std::string>> keys = (*store)->List("");
+    return keys.ok() ? static_cast<int64_t>(keys->size()) : -1;
+  };
+  return t;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, IntermediateStoreConformance,
+                         ::testing::Values(MemoryTier(), SpillTier(), DiskTier(), ShmTier(),
+                                           ObjectTier()),
+                         testing_util::TierName);
 
 // A file holding `junk` bytes and then the raw C-order bytes of `block`.
 std::string WriteBlockFile(const std::string& path, const NDArray& block, int64_t junk) {

@@ -1,0 +1,392 @@
+#include "strata/runtime/dispatcher.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "strata/base/byte_size.h"
+#include "strata/core/kernels/elementwise.h"
+#include "strata/runtime/object_tier.h"
+#include "strata/storage/store.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata {
+
+int64_t CurrentRss() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * ::sysconf(_SC_PAGESIZE) : 0;
+}
+
+std::unique_ptr<Dispatcher> MakeDispatcher(const Plan& plan, const ComputeOptions& options) {
+  switch (plan.spec().executor) {
+    case ExecutorKind::kInline: return MakeInlineDispatcher(plan, options);
+    case ExecutorKind::kThreads: return MakeThreadDispatcher(plan, options);
+    case ExecutorKind::kProcesses: return MakeProcessDispatcher(plan, options);
+    case ExecutorKind::kMpi: return MakeMpiDispatcher(plan, options);
+  }
+  return MakeThreadDispatcher(plan, options);
+}
+
+Dispatcher::Dispatcher(const Plan& plan, const ComputeOptions& options)
+    : plan_(plan), spec_(plan.spec()), options_(options), tiers_(plan.ops().size()) {}
+
+Dispatcher::~Dispatcher() = default;
+
+void Dispatcher::Notify(const std::function<void(Callback&)>& fn) {
+  if (!callbacks_here_) return;
+  std::lock_guard lock(callback_mu_);
+  for (const auto& cb : options_.callbacks) fn(*cb);
+}
+
+Shape Dispatcher::Unravel(const TaskId& task) const {
+  const ChunkGrid& grid = plan_.ops()[task.op].node->grid;
+  Shape block(grid.rank());
+  UnravelIndex(task.block, grid.grid_shape(), block);
+  return block;
+}
+
+Status Dispatcher::Prepare() {
+  STRATA_RETURN_IF_ERROR(PrepareResults(spec_.total_system_mem, plan_.ram_tier_capacity()));
+  STRATA_RETURN_IF_ERROR(OpenTargets(/*commit_empty=*/true));
+  return MakeTiers();
+}
+
+Status Dispatcher::PrepareResults(int64_t memory, int64_t ram_tier, bool allocate_results) {
+  root_pool_ = MemoryPool::Default()->NewChild({"compute", memory});
+  held_limit_ = root_pool_->allocator()->LimitHeld(memory);
+  tier_pool_ = root_pool_->NewChild({"memory tier", 0});
+  ram_budget_ = std::make_shared<RamBudget>(ram_tier);
+  results_.resize(plan_.outputs().size());
+  result_views_.resize(plan_.outputs().size());
+  if (!allocate_results) return Status::Ok();
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = plan_.ops()[plan_.outputs()[slot]];
+    if (op.node->kind == NodeKind::kStore) continue;
+    STRATA_ASSIGN_OR_RETURN(NDArray a,
+                            NDArray::Allocate(*root_pool_, op.node->dtype, op.node->shape));
+    result_views_[slot] = a.view();
+    results_[slot] = std::move(a);
+  }
+  return Status::Ok();
+}
+
+Status Dispatcher::OpenTargets(bool commit_empty) {
+  // Store targets are created now, after the plan was accepted.
+  for (const PlannedOp& op : plan_.ops()) {
+    if (op.node->kind != NodeKind::kStore) continue;
+    STRATA_RETURN_IF_ERROR(op.node->target->Open());
+    if (op.num_tasks() == 0 && commit_empty) {
+      STRATA_RETURN_IF_ERROR(op.node->target->array()->Commit());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Dispatcher::MakeTiers() {
+  for (const PlannedOp& op : plan_.ops()) {
+    if (!op.materialized) continue;
+    std::unique_ptr<IntermediateStore>& tier = tiers_[op.index];
+    switch (op.tier) {
+      case Tier::kNone:
+        break;
+      case Tier::kMemory: {
+        STRATA_ASSIGN_OR_RETURN(tier, MakeMemoryTier(op));
+        break;
+      }
+      case Tier::kDisk: {
+        STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/true));
+        STRATA_ASSIGN_OR_RETURN(
+            tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, StoreName(op)),
+                                                op.node->grid, op.node->dtype));
+        break;
+      }
+      case Tier::kObject: {
+        STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/false));
+        if (!object_store_) {
+          STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at,
+                                  OpenStoreUrl(spec_.object_store_url, /*create=*/true));
+          object_store_ = std::move(at.store);
+          object_prefix_ =
+              JoinKey(at.prefix, std::filesystem::path(run_dir_).filename().string());
+        }
+        tier = std::make_unique<ObjectIntermediateStore>(
+            object_store_, JoinKey(object_prefix_, StoreName(op)), op.node->grid,
+            op.node->dtype, root_pool_->NewChild({"object tier reads", 0}));
+        break;
+      }
+    }
+  }
+  runner_ = std::make_unique<TaskRunner>(plan_, tiers_, result_views_, root_pool_, options_,
+                                         start_);
+  return Status::Ok();
+}
+
+Status Dispatcher::MakeRunDir(bool create) {
+  if (run_dir_.empty()) {
+    std::string base = spec_.work_dir;
+    if (base.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      base = tmp && *tmp ? tmp : "/tmp";
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(base, ec)) created_work_dir_ = true;
+    static std::atomic<int> counter{0};
+    run_dir_ = fmt::format("{}/strata-run-{}-{}", base, ::getpid(), counter++);
+  }
+  if (create && !made_run_dir_) {
+    std::error_code ec;
+    std::filesystem::create_directories(run_dir_, ec);
+    if (ec) {
+      return ErrnoToStatus(ec.value(), fmt::format("creating work_dir {}", run_dir_))
+          .WithContext("work_dir");
+    }
+    made_run_dir_ = true;
+  }
+  return Status::Ok();
+}
+
+SchedulerOptions Dispatcher::MakeSchedulerOptions() const {
+  SchedulerOptions o;
+  o.workers = spec_.workers;
+  return o;
+}
+
+void Dispatcher::CountProduced(const Attempt& /*attempt*/, int /*worker*/,
+                               const TaskFigures& figures) {
+  resident_ += figures.resident_delta;
+  peak_resident_ = std::max(peak_resident_, resident_);
+  scheduler_->SetResident(0, resident_);
+}
+
+void Dispatcher::CountErased(const DeadBlock& /*block*/, int64_t resident_delta) {
+  resident_ += resident_delta;
+  scheduler_->SetResident(0, resident_);
+}
+
+void Dispatcher::NotifyTaskEnd(const Attempt& attempt, int worker, int attempts,
+                               const TaskFigures& figures) {
+  const PlannedOp& op = plan_.ops()[attempt.task.op];
+  TaskEndEvent event;
+  event.op = &op;
+  event.op_name = op.node->op_name;
+  event.block = Unravel(attempt.task);
+  event.start_seconds = figures.start_seconds;
+  event.end_seconds = figures.end_seconds;
+  event.projected_mem = op.projected_mem;
+  event.measured_peak = figures.measured_peak;
+  event.worker_rss = figures.worker_rss;
+  event.attempts = attempts;
+  event.worker = worker;
+  Notify([&](Callback& cb) { cb.OnTaskEnd(event); });
+}
+
+Status Dispatcher::WithTaskContext(const TaskId& task, Status s, int attempts) const {
+  const PlannedOp& op = plan_.ops()[task.op];
+  std::string tries = attempts > 1 ? fmt::format(" after {} attempts", attempts) : "";
+  return s.WithContext(fmt::format("task {} of {} ({}){}", JoinIndices(Unravel(task), '.'),
+                                   op.node->op_name, op.node->name, tries));
+}
+
+AttemptOutcome Dispatcher::RunWithRetries(const Attempt& attempt, int worker) {
+  Attempt a = attempt;
+  while (true) {
+    AttemptOutcome out = RunAttempt(a, worker);
+    if (out.attempts == 0) out.attempts = a.number;
+    if (out.status.ok() || out.worker_lost || RetryElsewhere()) return out;
+    if (!IsRetryable(out.status) || out.attempts > spec_.retries) return out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 * out.attempts));
+    a.number = out.attempts + 1;
+  }
+}
+
+void Dispatcher::WorkerLoop(int worker) {
+  std::unique_lock lock(mu_);
+  while (true) {
+    if (!fatal_.ok() || scheduler_->done()) break;
+    bool wake = false;
+    std::optional<Attempt> attempt = scheduler_->Next(worker, &wake);
+    if (!attempt) {
+      if (wake) cv_.notify_all();  // the task waits for another worker
+      if (scheduler_->stalled()) {
+        fatal_ = InternalError(fmt::format("scheduler stalled with {} tasks left and none ready",
+                                           scheduler_->tasks_remaining()));
+        cv_.notify_all();
+        break;
+      }
+      if (scheduler_->live_workers() == 0) break;
+      cv_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    const PlannedOp& op = plan_.ops()[attempt->task.op];
+    if (attempt->first_of_op) Notify([&](Callback& cb) { cb.OnOpStart(op); });
+    AttemptOutcome out = RunWithRetries(*attempt, worker);
+    lock.lock();
+    if (!out.status.ok() && !out.worker_lost && RetryElsewhere() && IsRetryable(out.status) &&
+        out.attempts <= spec_.retries) {
+      Attempt spent = *attempt;
+      spent.number = out.attempts;
+      scheduler_->Requeue(spent, worker);
+      cv_.notify_all();
+      continue;
+    }
+    if (out.worker_lost) {
+      // This worker is gone: its task goes back to the queue for another (an
+      // attempt spent), unless it has used up its retries.
+      Attempt spent = *attempt;
+      spent.number = out.attempts;
+      scheduler_->WorkerLost(worker, spent, /*retry=*/out.status.ok());
+      if (!out.status.ok() && fatal_.ok()) {
+        fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
+      }
+      if (scheduler_->live_workers() == 0 && fatal_.ok() && !scheduler_->done()) {
+        fatal_ = AllWorkersLost();
+      }
+      cv_.notify_all();
+      break;
+    }
+    if (!out.status.ok()) {
+      scheduler_->Abandon(*attempt);
+      if (fatal_.ok()) fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
+      cv_.notify_all();
+      continue;
+    }
+    CountProduced(*attempt, worker, out.figures);
+    Scheduler::Completion done = scheduler_->Succeeded(*attempt, worker);
+    if (!done.duplicate) ++tasks_done_;
+    lock.unlock();
+    if (!done.duplicate) NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
+    Status post;
+    std::vector<int64_t> deltas(done.dead.size(), 0);
+    for (size_t i = 0; i < done.dead.size(); ++i) {
+      const DeadBlock& dead = done.dead[i];
+      IntermediateStore& tier = *tiers_[dead.op];
+      const int64_t before = tier.resident_bytes();
+      Status e = EraseBlock(dead);
+      deltas[i] = tier.resident_bytes() - before;
+      if (!e.ok() && post.ok()) post = e;
+    }
+    for (int f : done.finished_ops) {
+      const PlannedOp& finished = plan_.ops()[f];
+      if (finished.node->kind == NodeKind::kStore && post.ok()) {
+        post = finished.node->target->array()->Commit();
+      }
+      Notify([&](Callback& cb) { cb.OnOpEnd(finished); });
+    }
+    lock.lock();
+    for (size_t i = 0; i < done.dead.size(); ++i) CountErased(done.dead[i], deltas[i]);
+    if (!post.ok() && fatal_.ok()) fatal_ = post;
+    cv_.notify_all();
+  }
+}
+
+Status Dispatcher::EraseBlock(const DeadBlock& dead) {
+  const ChunkGrid& grid = plan_.ops()[dead.op].node->grid;
+  Shape block(grid.rank());
+  UnravelIndex(dead.block, grid.grid_shape(), block);
+  return tiers_[dead.op]->Erase(block);
+}
+
+Status Dispatcher::AllWorkersLost() {
+  return UnavailableError(fmt::format("all {} workers were lost with {} tasks left",
+                                      spec_.workers, scheduler_->tasks_remaining()));
+}
+
+Status Dispatcher::DriveWorkers(int workers) {
+  {
+    std::lock_guard lock(mu_);
+    scheduler_ = std::make_unique<Scheduler>(plan_, MakeSchedulerOptions());
+  }
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
+  WorkerLoop(0);
+  for (auto& t : threads) t.join();
+  std::lock_guard lock(mu_);
+  return fatal_;
+}
+
+int64_t Dispatcher::TierBytesWritten() const {
+  int64_t total = 0;
+  for (const auto& tier : tiers_) {
+    if (tier) total += tier->bytes_written();
+  }
+  return total;
+}
+
+Status Dispatcher::Finish(ComputeSummary* summary) {
+  summary->intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
+  summary->tasks = tasks_done_;
+  summary->peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
+  summary->peak_resident_intermediate_bytes = peak_resident_;
+  return Status::Ok();
+}
+
+Status Dispatcher::Cleanup() {
+  Status first = CleanupTiers();
+  Status removed = RemoveRunDir();
+  return first.ok() ? removed : first;
+}
+
+Status Dispatcher::CleanupTiers() {
+  Status first;
+  for (auto& tier : tiers_) {
+    if (!tier) continue;
+    Status c = tier->Cleanup();
+    if (!c.ok() && first.ok()) first = c;
+    tier.reset();
+  }
+  return first;
+}
+
+Status Dispatcher::RemoveRunDir() {
+  Status first;
+  if (!run_dir_.empty() && std::filesystem::exists(run_dir_)) {
+    std::error_code ec;
+    std::filesystem::remove_all(run_dir_, ec);
+    if (ec && first.ok()) first = ErrnoToStatus(ec.value(), fmt::format("removing {}", run_dir_));
+    if (created_work_dir_) {
+      std::filesystem::path parent = std::filesystem::path(run_dir_).parent_path();
+      if (std::filesystem::is_empty(parent, ec)) std::filesystem::remove(parent, ec);
+    }
+  }
+  return first;
+}
+
+Result<ComputeResult> Dispatcher::Execute() {
+  start_ = Clock::now();
+  Notify([&](Callback& cb) { cb.OnComputeStart(plan_); });
+  Status status = Prepare();
+  if (status.ok()) status = RunTasks();
+  ComputeSummary summary;
+  Status finished = Finish(&summary);
+  if (status.ok()) status = finished;
+  Status cleanup = Cleanup();
+  if (status.ok()) status = cleanup;
+  summary.seconds = Seconds(Clock::now());
+  Notify([&](Callback& cb) { cb.OnComputeEnd(plan_, status, summary); });
+  if (!status.ok()) return status;
+  // An array requested twice was computed once, into its first slot.
+  for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
+    const PlannedOp& op = plan_.ops()[plan_.outputs()[slot]];
+    if (op.output_slot >= 0 && op.output_slot != static_cast<int>(slot)) {
+      STRATA_ASSIGN_OR_RETURN(
+          results_[slot],
+          NDArray::CopyOf(*MemoryPool::Default(), results_[op.output_slot]->view()));
+    }
+  }
+  ComputeResult result;
+  result.arrays = std::move(results_);
+  result.summary = summary;
+  return result;
+}
+
+}  // namespace strata

@@ -1,0 +1,181 @@
+// Dispatcher: carries a Plan out on one executor. One subclass per executor,
+// each in its own file (inline_dispatcher.cc, thread_dispatcher.cc,
+// process_dispatcher.cc, mpi_dispatcher.cc); adding an executor is one new
+// file and one line in MakeDispatcher.
+//
+// A compute goes through the same steps on every executor (Execute):
+//   Prepare     pools and results, the store targets, one tier per
+//               intermediate (the memory tier is the executor's own:
+//               MakeMemoryTier), the TaskRunner and the Scheduler
+//   RunTasks    worker loops: ask the Scheduler for an attempt, run it
+//               (RunAttempt: here, in a worker process, on a rank), report
+//               the outcome, erase dead blocks, commit finished stores
+//   Finish      the results and the summary
+//   Cleanup     every tier's leftovers and the run directory, on success or
+//               failure
+// and the executor decides how tasks move (RunAttempt, and whether a retry
+// waits here or goes back to the queue for another worker) and how the
+// memory its intermediates take is counted for admission (CountProduced,
+// CountErased): each dispatcher owns its residency accounting.
+//
+// Thread-safety: Execute blocks until the compute is over; the worker loops
+// share the dispatcher's state under mu_ as marked.
+#ifndef STRATA_RUNTIME_DISPATCHER_H_
+#define STRATA_RUNTIME_DISPATCHER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/plan/planner.h"
+#include "strata/runtime/callbacks.h"
+#include "strata/runtime/executor.h"
+#include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/scheduler.h"
+#include "strata/runtime/task_runner.h"
+
+namespace strata {
+
+class Store;
+
+// How one attempt went, as RunAttempt reports it.
+struct AttemptOutcome {
+  Status status;
+  TaskFigures figures;
+  // The worker is gone (a dead process); `status` OK means the task may be
+  // retried elsewhere, else it has no attempts left.
+  bool worker_lost = false;
+  // The attempts actually spent (a dispatcher that retries in place may spend
+  // several); 0: just this one.
+  int attempts = 0;
+};
+
+class Dispatcher {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Dispatcher(const Plan& plan, const ComputeOptions& options);
+  virtual ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Runs the compute to the end (see the header comment).
+  Result<ComputeResult> Execute();
+
+ protected:
+  // --- Steps, overridden where an executor differs ---
+  virtual Status Prepare();
+  virtual Status RunTasks() = 0;
+  // Results into results_ and the figures of `summary`.
+  virtual Status Finish(ComputeSummary* summary);
+  virtual Status Cleanup();
+
+  // --- What each executor provides ---
+  // The tier of a memory-tier op.
+  virtual Result<std::unique_ptr<IntermediateStore>> MakeMemoryTier(const PlannedOp& op) = 0;
+  // Runs `attempt` on `worker` (in this thread, remotely, ...).
+  virtual AttemptOutcome RunAttempt(const Attempt& attempt, int worker) = 0;
+  // A retryable failure goes back to the queue for another worker (true), or
+  // is retried by the same worker after a short wait (false).
+  virtual bool RetryElsewhere() const { return false; }
+  // Residency: a task's block was stored (under mu_); dead blocks were erased
+  // (under mu_, after the erase, with the change of the tier's
+  // resident_bytes()). Both update scheduler_->SetResident and the peak.
+  virtual void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures);
+  virtual void CountErased(const DeadBlock& block, int64_t resident_delta);
+  // Erases a dead block from its tier.
+  virtual Status EraseBlock(const DeadBlock& block);
+  // The error when every worker is gone with tasks left.
+  virtual Status AllWorkersLost();
+  // The Scheduler's options (memory domains, locality).
+  virtual SchedulerOptions MakeSchedulerOptions() const;
+  // The name of an op's files and objects in shared tiers.
+  virtual std::string StoreName(const PlannedOp& op) const { return op.node->name; }
+
+  // --- Shared steps and helpers ---
+  // Pools capped at `memory`, the RAM budget of the memory tier, and the
+  // results (allocated unless the executor puts them elsewhere).
+  Status PrepareResults(int64_t memory, int64_t ram_tier, bool allocate_results = true);
+  // Creates (or opens, idempotently) every store target; commits empty ones
+  // when `commit_empty`.
+  Status OpenTargets(bool commit_empty);
+  // One tier per op that has one, and the TaskRunner.
+  Status MakeTiers();
+  // The run directory under work_dir; created when `create`.
+  Status MakeRunDir(bool create);
+  // Runs worker loops 1..workers-1 on threads and 0 in this thread; returns
+  // the compute's status.
+  Status DriveWorkers(int workers);
+  void NotifyTaskEnd(const Attempt& attempt, int worker, int attempts,
+                     const TaskFigures& figures);
+  Status WithTaskContext(const TaskId& task, Status s, int attempts) const;
+  Shape Unravel(const TaskId& task) const;
+  int64_t TierBytesWritten() const;
+  // Cleanup's parts: each tier's leftovers; the run directory.
+  Status CleanupTiers();
+  Status RemoveRunDir();
+  void Notify(const std::function<void(Callback&)>& fn);
+  double Seconds(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - start_).count();
+  }
+
+  const Plan& plan_;
+  const ResolvedSpec& spec_;
+  const ComputeOptions& options_;
+  Clock::time_point start_;
+  bool callbacks_here_ = true;  // false on mpi ranks other than 0
+
+  std::shared_ptr<MemoryPool> root_pool_;
+  std::shared_ptr<void> held_limit_;  // recycled buffers stay within our memory
+  std::shared_ptr<MemoryPool> tier_pool_;
+  std::shared_ptr<RamBudget> ram_budget_;
+  std::string run_dir_;
+  bool made_run_dir_ = false;
+  bool created_work_dir_ = false;
+  // The object tier's store (Spec::object_store_url) and this run's prefix.
+  std::shared_ptr<Store> object_store_;
+  std::string object_prefix_;
+  std::vector<std::unique_ptr<IntermediateStore>> tiers_;  // by op index
+  std::vector<std::optional<NDArray>> results_;
+  // Where each output slot's blocks are written (into results_, or where the
+  // executor chose).
+  std::vector<ArrayView> result_views_;
+  std::unique_ptr<TaskRunner> runner_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<Scheduler> scheduler_;  // guarded by mu_
+  Status fatal_;                          // guarded by mu_
+  int64_t peak_resident_ = 0;             // guarded by mu_
+  int64_t resident_ = 0;                  // guarded by mu_ (threads, processes)
+  int64_t worker_disk_bytes_ = 0;         // guarded by mu_: reported by other processes
+  int64_t tasks_done_ = 0;                // guarded by mu_
+
+ private:
+  void WorkerLoop(int worker);
+  // One attempt and, when the executor retries in place, its retries.
+  AttemptOutcome RunWithRetries(const Attempt& attempt, int worker);
+  std::mutex callback_mu_;
+};
+
+// The dispatcher for the plan's executor.
+std::unique_ptr<Dispatcher> MakeDispatcher(const Plan& plan, const ComputeOptions& options);
+
+// One per executor (each defined in its own file).
+std::unique_ptr<Dispatcher> MakeInlineDispatcher(const Plan& plan, const ComputeOptions& options);
+std::unique_ptr<Dispatcher> MakeThreadDispatcher(const Plan& plan, const ComputeOptions& options);
+std::unique_ptr<Dispatcher> MakeProcessDispatcher(const Plan& plan,
+                                                  const ComputeOptions& options);
+std::unique_ptr<Dispatcher> MakeMpiDispatcher(const Plan& plan, const ComputeOptions& options);
+
+// The resident set of this process, in bytes (0 when unknown).
+int64_t CurrentRss();
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_DISPATCHER_H_

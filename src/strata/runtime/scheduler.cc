@@ -1,0 +1,340 @@
+#include "strata/runtime/scheduler.h"
+
+#include <algorithm>
+
+#include "strata/base/check.h"
+
+namespace strata {
+
+bool Scheduler::ReadyOrder::operator()(const Ready& a, const Ready& b) const {
+  // priority_queue pops the largest: deeper ops first, then the lower op
+  // index, then the lower block.
+  const PlannedOp& x = plan->ops()[a.task.op];
+  const PlannedOp& y = plan->ops()[b.task.op];
+  if (x.depth != y.depth) return x.depth < y.depth;
+  if (a.task.op != b.task.op) return a.task.op > b.task.op;
+  return a.task.block > b.task.block;
+}
+
+Scheduler::Scheduler(const Plan& plan, SchedulerOptions options)
+    : plan_(plan),
+      options_(std::move(options)),
+      state_(plan.ops().size()),
+      ready_(ReadyOrder{&plan}) {
+  const int workers = std::max(1, options_.workers);
+  if (options_.domain_capacity.empty()) {
+    options_.domain_capacity = {plan.spec().total_system_mem};
+    options_.worker_domain.assign(workers, 0);
+  }
+  STRATA_CHECK(static_cast<int>(options_.worker_domain.size()) >= workers)
+      << "every worker needs a memory domain";
+  for (int64_t capacity : options_.domain_capacity) domains_.push_back({capacity, 0, 0});
+  heartbeat_.assign(workers, 0);
+  worker_alive_.assign(workers, true);
+  live_workers_ = workers;
+  for (const PlannedOp& o : plan.ops()) {
+    if (!o.materialized) continue;
+    tasks_remaining_ += o.num_tasks();
+    OpState& s = state_[o.index];
+    if (o.dependencies.empty()) {
+      s.cursor = true;
+      if (o.num_tasks() > 0) cursor_ops_.push_back(o.index);
+      continue;
+    }
+    if (!MayHaveTasksWithoutInputs(o.index)) continue;
+    // Rare (an output block that reads nothing of its inputs): find those
+    // tasks once, keeping no state for the others.
+    Shape block(o.node->grid.rank());
+    for (Index b = 0; b < o.num_tasks(); ++b) {
+      UnravelIndex(b, o.node->grid.grid_shape(), block);
+      Index n = 0;
+      for (const Dependency& d : o.dependencies) n += CountInputBlocks(d.map, block);
+      if (n == 0) ready_.push({{o.index, b}});
+    }
+  }
+}
+
+bool Scheduler::MayHaveTasksWithoutInputs(int op_index) const {
+  for (const Dependency& d : op(op_index).dependencies) {
+    bool every_task_reads = true;
+    for (const AxisMap& a : d.map.axes) every_task_reads = every_task_reads && a.min_inputs() > 0;
+    if (every_task_reads) return false;
+  }
+  return true;
+}
+
+Shape Scheduler::Unravel(int op_index, Index linear) const {
+  const ChunkGrid& grid = op(op_index).node->grid;
+  Shape block(grid.rank());
+  UnravelIndex(linear, grid.grid_shape(), block);
+  return block;
+}
+
+int64_t Scheduler::LocalInputs(const TaskId& task, int worker) const {
+  const PlannedOp& o = op(task.op);
+  const Shape block = Unravel(task.op, task.block);
+  int64_t local = 0;
+  for (const Dependency& d : o.dependencies) {
+    const auto& live = state_[d.producer].live;
+    if (live.empty()) continue;
+    const Shape& grid = op(d.producer).node->grid.grid_shape();
+    ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+      auto it = live.find(LinearIndex(k, grid));
+      if (it != live.end() && it->second.producer == worker) ++local;
+    });
+  }
+  return local;
+}
+
+std::optional<Attempt> Scheduler::Next(int worker, bool* wake_others) {
+  if (wake_others) *wake_others = false;
+  if (worker < 0 || worker >= static_cast<int>(worker_alive_.size()) || !worker_alive_[worker]) {
+    return std::nullopt;
+  }
+  // A backup goes first: its task holds up everything that reads it.
+  for (auto it = backups_.begin(); it != backups_.end(); ++it) {
+    bool same_worker = false;
+    for (const Running& r : running_) {
+      same_worker = same_worker || (r.task == it->task && r.worker == worker);
+    }
+    if (same_worker) continue;  // a backup runs elsewhere
+    Ready chosen = *it;
+    backups_.erase(it);
+    return Start(chosen, worker);
+  }
+  // The best candidate: the ready heap's top or the next block of a cursor op.
+  bool have = false;
+  Ready best;
+  ReadyOrder later{&plan_};
+  if (!ready_.empty()) {
+    best = ready_.top();
+    have = true;
+  }
+  int best_cursor = -1;
+  for (int o : cursor_ops_) {
+    Ready r{{o, state_[o].next_block}};
+    if (!have || later(best, r)) {
+      best = r;
+      have = true;
+      best_cursor = o;
+    }
+  }
+  if (!have) return std::nullopt;
+  // Locality: among the first few ready tasks of the best depth, the one with
+  // the most inputs this worker produced.
+  constexpr size_t kLocalityWindow = 8;
+  std::vector<Ready> window;
+  if (best_cursor < 0 && options_.locality && live_workers_ > 1) {
+    const int depth = op(best.task.op).depth;
+    while (!ready_.empty() && window.size() < kLocalityWindow &&
+           op(ready_.top().task.op).depth == depth) {
+      window.push_back(ready_.top());
+      ready_.pop();
+    }
+    size_t chosen = 0;
+    int64_t most = 0;
+    for (size_t i = 0; i < window.size(); ++i) {
+      const int64_t local = LocalInputs(window[i].task, worker);
+      if (local > most) {
+        most = local;
+        chosen = i;
+      }
+    }
+    std::swap(window[0], window[chosen]);
+    best = window[0];
+  }
+  const Domain& domain = domains_[options_.worker_domain[worker]];
+  const int64_t projected = op(best.task.op).projected_mem;
+  const bool avoided = best.avoid == worker && live_workers_ > 1;
+  const bool no_room = !running_.empty() && domain.running_projected + projected +
+                                                    domain.resident >
+                                                domain.capacity;
+  if (avoided || no_room) {
+    if (avoided && wake_others) *wake_others = true;
+    for (const Ready& r : window) ready_.push(r);
+    return std::nullopt;
+  }
+  if (best_cursor >= 0) {
+    OpState& s = state_[best_cursor];
+    if (++s.next_block >= op(best_cursor).num_tasks()) {
+      cursor_ops_.erase(std::find(cursor_ops_.begin(), cursor_ops_.end(), best_cursor));
+    }
+  } else if (window.empty()) {
+    ready_.pop();
+  } else {
+    for (size_t i = 1; i < window.size(); ++i) ready_.push(window[i]);
+  }
+  return Start(best, worker);
+}
+
+Attempt Scheduler::Start(const Ready& ready, int worker) {
+  Attempt a;
+  a.task = ready.task;
+  a.number = ready.attempts + 1;
+  a.id = next_attempt_id_++;
+  a.backup = ready.backup;
+  OpState& s = state_[ready.task.op];
+  a.first_of_op = !s.started;
+  s.started = true;
+  const int64_t projected = op(ready.task.op).projected_mem;
+  running_.push_back({a.id, a.task, worker, projected, false});
+  domains_[options_.worker_domain[worker]].running_projected += projected;
+  return a;
+}
+
+std::vector<Scheduler::Running>::iterator Scheduler::FindRunning(int64_t attempt_id) {
+  return std::find_if(running_.begin(), running_.end(),
+                      [&](const Running& r) { return r.id == attempt_id; });
+}
+
+void Scheduler::Stop(int64_t attempt_id) {
+  auto it = FindRunning(attempt_id);
+  STRATA_CHECK(it != running_.end()) << "attempt " << attempt_id << " is not running";
+  domains_[options_.worker_domain[it->worker]].running_projected -= it->projected;
+  running_.erase(it);
+}
+
+Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
+  Completion c;
+  auto it = FindRunning(attempt.id);
+  STRATA_CHECK(it != running_.end()) << "attempt " << attempt.id << " is not running";
+  const bool lost = it->lost;
+  Stop(attempt.id);
+  if (lost) {
+    c.duplicate = true;
+    return c;
+  }
+  // Other attempts of this task (a backup, or the original) lose.
+  for (Running& r : running_) {
+    if (r.task == attempt.task) r.lost = true;
+  }
+  std::erase_if(backups_, [&](const Ready& b) { return b.task == attempt.task; });
+
+  const TaskId& task = attempt.task;
+  const PlannedOp& o = op(task.op);
+  OpState& s = state_[task.op];
+  const Shape block = Unravel(task.op, task.block);
+  --tasks_remaining_;
+  if (++s.done == o.num_tasks()) c.finished_ops.push_back(task.op);
+
+  // Readers of the new block: count them, and wake the tasks it completes.
+  int64_t readers = 0;
+  for (int consumer : o.consumers) {
+    const PlannedOp& co = op(consumer);
+    OpState& cs = state_[consumer];
+    const Shape& out_grid = co.node->grid.grid_shape();
+    for (const Dependency& d : co.dependencies) {
+      if (d.producer != task.op) continue;
+      ForEachConsumer(d.map, block, out_grid, [&](std::span<const Index> b) {
+        ++readers;
+        const Index linear = LinearIndex(b, out_grid);
+        auto [entry, fresh] = cs.pending.try_emplace(linear, 0);
+        if (fresh) {
+          // First input of this task: count all it waits for.
+          Index n = 0;
+          for (const Dependency& e : co.dependencies) n += CountInputBlocks(e.map, b);
+          entry->second = static_cast<int32_t>(n);
+        }
+        if (--entry->second == 0) {
+          cs.pending.erase(entry);
+          ready_.push({{consumer, linear}});
+        }
+      });
+    }
+  }
+  if (o.tier != Tier::kNone) {
+    if (readers == 0) {
+      c.dead.push_back({task.op, task.block, worker});
+    } else {
+      LiveBlock& live = s.live[task.block];
+      live.readers = static_cast<int32_t>(readers);
+      live.producer = static_cast<int16_t>(worker);
+    }
+  }
+
+  // The blocks this task read: one reader fewer each.
+  for (const Dependency& d : o.dependencies) {
+    OpState& ps = state_[d.producer];
+    const Shape& grid = op(d.producer).node->grid.grid_shape();
+    ForEachInputBlock(d.map, block, [&](std::span<const Index> k) {
+      const Index linear = LinearIndex(k, grid);
+      auto live = ps.live.find(linear);
+      STRATA_CHECK(live != ps.live.end())
+          << "block " << linear << " of op " << d.producer << " read but not alive";
+      if (--live->second.readers == 0) {
+        c.dead.push_back({d.producer, linear, live->second.producer});
+        ps.live.erase(live);
+      }
+    });
+  }
+  return c;
+}
+
+void Scheduler::Requeue(const Attempt& attempt, int avoid) {
+  Stop(attempt.id);
+  for (const Running& r : running_) {
+    if (r.task == attempt.task) return;  // another attempt is still running
+  }
+  ready_.push({attempt.task, attempt.number, avoid});
+}
+
+void Scheduler::Abandon(const Attempt& attempt) { Stop(attempt.id); }
+
+void Scheduler::WorkerLost(int worker, const Attempt& attempt, bool retry) {
+  if (worker_alive_[worker]) {
+    worker_alive_[worker] = false;
+    --live_workers_;
+  }
+  if (retry) {
+    Requeue(attempt, -1);
+  } else {
+    Stop(attempt.id);
+  }
+}
+
+bool Scheduler::AddBackup(const Attempt& running) {
+  auto it = FindRunning(running.id);
+  if (it == running_.end() || it->lost) return false;
+  for (const Running& r : running_) {
+    if (r.task == running.task && r.id != running.id) return false;
+  }
+  for (const Ready& b : backups_) {
+    if (b.task == running.task) return false;
+  }
+  backups_.push_back({running.task, running.number, -1, true});
+  return true;
+}
+
+void Scheduler::Heartbeat(int worker, double now) { heartbeat_[worker] = now; }
+
+std::vector<int> Scheduler::SilentWorkers(double now, double timeout) const {
+  std::vector<int> silent;
+  for (const Running& r : running_) {
+    if (now - heartbeat_[r.worker] > timeout &&
+        std::find(silent.begin(), silent.end(), r.worker) == silent.end()) {
+      silent.push_back(r.worker);
+    }
+  }
+  return silent;
+}
+
+void Scheduler::SetResident(int domain, int64_t bytes) { domains_[domain].resident = bytes; }
+
+int Scheduler::ProducerOf(int op_index, Index block) const {
+  const auto& live = state_[op_index].live;
+  auto it = live.find(block);
+  return it == live.end() ? -1 : it->second.producer;
+}
+
+bool Scheduler::stalled() const {
+  return tasks_remaining_ > 0 && running_.empty() && ready_.empty() && cursor_ops_.empty() &&
+         backups_.empty();
+}
+
+int64_t Scheduler::state_entries() const {
+  int64_t n = 0;
+  for (const OpState& s : state_) n += static_cast<int64_t>(s.pending.size() + s.live.size());
+  return n;
+}
+
+}  // namespace strata

@@ -1,0 +1,286 @@
+// The Scheduler step by step, without threads: readiness, priorities,
+// admission, refcounts, retries, lost workers, backups, heartbeats, and that
+// per-task state stays proportional to what is in flight.
+#include "strata/runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace strata {
+namespace {
+
+ResolvedSpec TestSpec(int workers = 2, int64_t total = int64_t{1} << 30) {
+  ResolvedSpec spec;
+  spec.allowed_mem = 64 << 20;
+  spec.reserved_mem = 1 << 20;
+  spec.total_system_mem = total;
+  spec.workers = workers;
+  spec.fuse = false;
+  return spec;
+}
+
+BlockFunction NeverRun() {
+  return [](const BlockRequest&) -> Result<NDArray> { return InternalError("not run here"); };
+}
+
+std::shared_ptr<const Node> Virtual(const Shape& shape, const Shape& chunks) {
+  Node n;
+  n.op_name = "virtual";
+  n.kind = NodeKind::kVirtual;
+  n.shape = shape;
+  n.dtype = DTypeId::kFloat64;
+  n.grid = *ChunkGrid::Regular(shape, chunks);
+  n.fn = NeverRun();
+  n.virtual_fill = [](const Box&, const ArrayView&) { return Status::Ok(); };
+  return MakeNode(std::move(n));
+}
+
+// A blockwise op over `input` in `chunks`, reading the input blocks it
+// overlaps.
+std::shared_ptr<const Node> Over(const std::shared_ptr<const Node>& input, const Shape& chunks,
+                                 std::string name = "blockwise") {
+  Node n;
+  n.op_name = std::move(name);
+  n.kind = NodeKind::kBlockwise;
+  n.shape = input->shape;
+  n.dtype = input->dtype;
+  n.grid = *ChunkGrid::Regular(input->shape, chunks);
+  InputMap map;
+  for (int i = 0; i < n.grid.rank(); ++i) {
+    map.axes.push_back(AxisMap::Overlap(i, n.grid, input->grid, i));
+  }
+  n.inputs = {input};
+  n.maps = {std::move(map)};
+  n.fn = NeverRun();
+  return MakeNode(std::move(n));
+}
+
+std::shared_ptr<const Plan> PlanOf(const std::shared_ptr<const Node>& out,
+                                   const ResolvedSpec& spec) {
+  PlanOptions options;
+  options.disabled_passes.insert("fuse");
+  Result<std::shared_ptr<const Plan>> p = BuildPlan({out}, spec, options);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return *p;
+}
+
+// A chain: a virtual source, a materialized op P in chunks of 2 (8 blocks),
+// and a consumer C in chunks of 4 (4 tasks, each reading 2 blocks of P).
+struct Chain {
+  std::shared_ptr<const Plan> plan;
+  int producer = -1;
+  int consumer = -1;
+};
+
+Chain MakeChain(const ResolvedSpec& spec) {
+  auto v = Virtual({16}, {1});
+  auto p = Over(v, {2}, "producer");
+  auto c = Over(p, {4}, "consumer");
+  Chain chain;
+  chain.plan = PlanOf(c, spec);
+  chain.producer = chain.plan->IndexOf(p.get());
+  chain.consumer = chain.plan->IndexOf(c.get());
+  return chain;
+}
+
+TEST(SchedulerTest, CursorHandsOutBlocksInOrderThenDeeperOpsGoFirst) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 2});
+  EXPECT_EQ(s.tasks_remaining(), 8 + 4);
+  std::optional<Attempt> a = s.Next(0);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->task, (TaskId{chain.producer, 0}));
+  EXPECT_TRUE(a->first_of_op);
+  std::optional<Attempt> b = s.Next(1);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->task, (TaskId{chain.producer, 1}));
+  EXPECT_FALSE(b->first_of_op);
+  // Producer block 0 alone completes no consumer task.
+  Scheduler::Completion c = s.Succeeded(*a, 0);
+  EXPECT_TRUE(c.dead.empty());
+  EXPECT_EQ(s.state_entries(), 2);  // consumer 0 waits for one more; block 0 is alive
+  c = s.Succeeded(*b, 1);
+  // Consumer task 0 is ready and goes before producer block 2 (deeper).
+  std::optional<Attempt> next = s.Next(0);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->task, (TaskId{chain.consumer, 0}));
+  EXPECT_TRUE(next->first_of_op);
+  // Its completion frees both blocks it read.
+  c = s.Succeeded(*next, 0);
+  std::set<Index> dead;
+  for (const DeadBlock& d : c.dead) {
+    EXPECT_EQ(d.op, chain.producer);
+    dead.insert(d.block);
+  }
+  EXPECT_EQ(dead, (std::set<Index>{0, 1}));
+  EXPECT_EQ(s.state_entries(), 0);
+}
+
+TEST(SchedulerTest, RunsEveryTaskOnceAndFinishesEachOp) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 1});
+  std::set<std::pair<int, Index>> seen;
+  std::vector<int> finished;
+  int64_t erased = 0;
+  while (!s.done()) {
+    std::optional<Attempt> a = s.Next(0);
+    ASSERT_TRUE(a) << "stalled with " << s.tasks_remaining() << " left";
+    EXPECT_TRUE(seen.insert({a->task.op, a->task.block}).second);
+    Scheduler::Completion c = s.Succeeded(*a, 0);
+    erased += static_cast<int64_t>(c.dead.size());
+    finished.insert(finished.end(), c.finished_ops.begin(), c.finished_ops.end());
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(finished, (std::vector<int>{chain.producer, chain.consumer}));
+  EXPECT_EQ(erased, 8);  // every producer block, once
+  EXPECT_FALSE(s.stalled());
+  EXPECT_EQ(s.state_entries(), 0);
+}
+
+TEST(SchedulerTest, AdmissionWaitsForMemoryButNeverBlocksAnIdleCompute) {
+  ResolvedSpec spec = TestSpec(2, /*total=*/100 << 20);
+  Chain chain = MakeChain(spec);
+  Scheduler s(*chain.plan, {.workers = 2});
+  const int64_t projected = chain.plan->ops()[chain.producer].projected_mem;
+  ASSERT_GT(projected, 0);
+  // Resident intermediates leave room for one task only.
+  s.SetResident(0, spec.total_system_mem - projected - 1);
+  std::optional<Attempt> a = s.Next(0);
+  ASSERT_TRUE(a) << "an idle compute always admits a task";
+  EXPECT_FALSE(s.Next(1)) << "a second task would exceed total_system_mem";
+  s.SetResident(0, 0);
+  EXPECT_TRUE(s.Next(1));
+}
+
+TEST(SchedulerTest, MemoryDomainsAdmitPerDomain) {
+  Chain chain = MakeChain(TestSpec());
+  const int64_t projected = chain.plan->ops()[chain.producer].projected_mem;
+  SchedulerOptions o;
+  o.workers = 2;
+  o.domain_capacity = {projected, projected};  // one task per domain
+  o.worker_domain = {0, 1};
+  Scheduler s(*chain.plan, o);
+  ASSERT_TRUE(s.Next(0));
+  ASSERT_TRUE(s.Next(1)) << "worker 1's domain is empty";
+  s.SetResident(1, 1);
+  EXPECT_EQ(s.resident(1), 1);
+}
+
+TEST(SchedulerTest, RequeuedAttemptGoesToAnotherWorkerFirst) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 2});
+  std::optional<Attempt> a = s.Next(0);
+  ASSERT_TRUE(a);
+  s.Requeue(*a, /*avoid=*/0);
+  // The requeued block goes before the cursor's next one (a lower block):
+  // worker 0, where it failed, must leave it to worker 1.
+  bool wake = false;
+  EXPECT_FALSE(s.Next(0, &wake));
+  EXPECT_TRUE(wake);
+  std::optional<Attempt> retry = s.Next(1);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->task, a->task);
+  EXPECT_EQ(retry->number, 2);
+  EXPECT_NE(retry->id, a->id);
+}
+
+TEST(SchedulerTest, LostWorkerGivesItsTaskToAnother) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 2});
+  std::optional<Attempt> a = s.Next(0);
+  ASSERT_TRUE(a);
+  s.WorkerLost(0, *a, /*retry=*/true);
+  EXPECT_EQ(s.live_workers(), 1);
+  EXPECT_FALSE(s.Next(0)) << "a lost worker gets nothing";
+  std::optional<Attempt> again = s.Next(1);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->task, a->task);
+  EXPECT_EQ(again->number, 2);
+}
+
+TEST(SchedulerTest, BackupAttemptFirstToFinishWins) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 2});
+  std::optional<Attempt> original = s.Next(0);
+  ASSERT_TRUE(original);
+  ASSERT_TRUE(s.AddBackup(*original));
+  EXPECT_FALSE(s.AddBackup(*original)) << "one backup per task";
+  std::optional<Attempt> other = s.Next(0);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->backup) << "a backup never runs beside its original";
+  std::optional<Attempt> backup = s.Next(1);
+  ASSERT_TRUE(backup);
+  EXPECT_TRUE(backup->backup);
+  EXPECT_EQ(backup->task, original->task);
+  EXPECT_EQ(s.running(), 3);
+  const int64_t before = s.tasks_remaining();
+  Scheduler::Completion first = s.Succeeded(*backup, 1);
+  EXPECT_FALSE(first.duplicate);
+  EXPECT_EQ(s.tasks_remaining(), before - 1);
+  Scheduler::Completion second = s.Succeeded(*original, 0);
+  EXPECT_TRUE(second.duplicate);
+  EXPECT_EQ(s.tasks_remaining(), before - 1);
+  EXPECT_EQ(s.running(), 1);  // `other`
+}
+
+TEST(SchedulerTest, SilentWorkersAreTheOnesRunningWithoutHeartbeats) {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s(*chain.plan, {.workers = 2});
+  ASSERT_TRUE(s.Next(0));
+  ASSERT_TRUE(s.Next(1));
+  s.Heartbeat(0, 10.0);
+  s.Heartbeat(1, 2.0);
+  EXPECT_EQ(s.SilentWorkers(11.0, 5.0), std::vector<int>{1});
+}
+
+// A copy of an array of 10^8 blocks through a materialized op: the
+// scheduler keeps no state per block, only for blocks in flight.
+TEST(SchedulerTest, StateOfAHugeGridStaysProportionalToWorkInFlight) {
+  auto v = Virtual({10000, 10000}, {1, 1});
+  auto p = Over(v, {1, 1}, "producer");
+  auto c = Over(p, {1, 1}, "consumer");
+  std::shared_ptr<const Plan> plan = PlanOf(c, TestSpec());
+  Scheduler s(*plan, {.workers = 2});
+  EXPECT_EQ(s.tasks_remaining(), int64_t{200'000'000});
+  EXPECT_EQ(s.state_entries(), 0);
+  int64_t most = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::optional<Attempt> a = s.Next(0);
+    ASSERT_TRUE(a);
+    s.Succeeded(*a, 0);
+    most = std::max(most, s.state_entries());
+  }
+  EXPECT_LE(most, 2);
+}
+
+// Tasks whose output block reads nothing of a dependency's blocks are found
+// once and made ready at the start.
+TEST(SchedulerTest, TasksReadingNoBlockAreReadyAtOnce) {
+  auto v = Virtual({4}, {1});
+  auto p = Over(v, {1}, "producer");
+  Node n;
+  n.op_name = "sparse";
+  n.kind = NodeKind::kBlockwise;
+  n.shape = {4};
+  n.dtype = DTypeId::kFloat64;
+  n.grid = *ChunkGrid::Regular({4}, {1});
+  // Output block j reads producer block j for even j, nothing for odd j.
+  n.inputs = {p};
+  n.maps = {InputMap{{AxisMap::Table(0, {{0}, {}, {2}, {}}, 4)}}};
+  n.fn = NeverRun();
+  auto sparse = MakeNode(std::move(n));
+  std::shared_ptr<const Plan> plan = PlanOf(sparse, TestSpec());
+  const int op = plan->IndexOf(sparse.get());
+  Scheduler s(*plan, {.workers = 1});
+  std::optional<Attempt> a = s.Next(0);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->task, (TaskId{op, 1})) << "deeper ready tasks go before the producer's cursor";
+  s.Succeeded(*a, 0);
+  a = s.Next(0);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->task, (TaskId{op, 3}));
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,260 @@
+#include "strata/runtime/task_runner.h"
+
+#include <fmt/format.h>
+
+#include "strata/core/kernels/elementwise.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata {
+namespace {
+
+std::string BlockName(std::span<const Index> block) { return JoinIndices(block, '.'); }
+
+}  // namespace
+
+TaskRunner::TaskRunner(const Plan& plan, std::span<const std::unique_ptr<IntermediateStore>> tiers,
+                       std::span<const ArrayView> result_views, std::shared_ptr<MemoryPool> pool,
+                       const ComputeOptions& options, Clock::time_point start)
+    : plan_(plan),
+      tiers_(tiers),
+      result_views_(result_views),
+      pool_(std::move(pool)),
+      options_(options),
+      start_(start) {}
+
+const PlannedOp& TaskRunner::OpOf(const Node& node) const {
+  return plan_.ops()[plan_.IndexOf(&node)];
+}
+
+Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index> block,
+                                         Frame& frame) {
+  Box box = node.grid.BlockBox(block);
+  switch (node.kind) {
+    case NodeKind::kZarrSource: {
+      STRATA_ASSIGN_OR_RETURN(NDArray a, NewOutput(node, block, box.shape, frame));
+      STRATA_RETURN_IF_ERROR(node.zarr->ReadChunk(block, a.view(), *frame.pool).status());
+      return a;
+    }
+    case NodeKind::kMemorySource:
+      return NDArray::CopyOf(*frame.pool, node.data->view().Slice(box));
+    case NodeKind::kExchange:
+      return Exchange(node, block, box, frame);
+    default:
+      break;
+  }
+  BlockRequest request;
+  request.block = block;
+  request.box = box;
+  request.pool = frame.pool.get();
+  request.inputs.resize(node.inputs.size());
+  if (node.streams_input && node.inputs.size() == 1 && Streamable(*node.inputs[0]) &&
+      CountInputBlocks(node.maps[0], block) == 1) {
+    // Hand the op a way to compute its input strip by strip.
+    const Node& in = *node.inputs[0];
+    Shape k;
+    ForEachInputBlock(node.maps[0], block,
+                      [&](std::span<const Index> b) { k.assign(b.begin(), b.end()); });
+    request.inputs[0].push_back({k, in.grid.BlockBox(k), ConstArrayView()});
+    request.compute_region = [this, &in, k, &frame](const Box& region, const ArrayView& out) {
+      return RegionOf(in, k, region, out, frame);
+    };
+    Result<NDArray> out = node.fn(request);
+    frame.stream_leaves.clear();
+    if (!out.ok()) return out.status().WithContext(fmt::format("{} ({})", node.op_name, node.name));
+    return out;
+  }
+  std::vector<std::shared_ptr<const void>> keep;
+  Status status;
+  for (size_t i = 0; i < node.inputs.size() && status.ok(); ++i) {
+    const Node& in = *node.inputs[i];
+    ForEachInputBlock(node.maps[i], block, [&](std::span<const Index> k) {
+      if (!status.ok()) return;
+      Result<BlockView> held = Obtain(in, k, frame);
+      if (!held.ok()) {
+        status = held.status();
+        return;
+      }
+      request.inputs[i].push_back({Shape(k.begin(), k.end()), in.grid.BlockBox(k), held->view});
+      keep.push_back(std::move(held->keepalive));
+    });
+  }
+  STRATA_RETURN_IF_ERROR(status);
+  Result<NDArray> out = node.fn(request);
+  if (!out.ok()) return out.status().WithContext(fmt::format("{} ({})", node.op_name, node.name));
+  if (out->shape() != box.shape || out->dtype() != node.dtype) {
+    return InternalError(fmt::format("{} ({}) produced a block of {} {} for block {} of {} {}",
+                                     node.op_name, node.name, ShapeToString(out->shape()),
+                                     out->dtype().name(), BlockName(block),
+                                     ShapeToString(box.shape), node.dtype.name()));
+  }
+  return out;
+}
+
+Result<BlockView> TaskRunner::Obtain(const Node& node, std::span<const Index> block,
+                                     Frame& frame) {
+  if (node.kind == NodeKind::kMemorySource) {
+    return BlockView{node.data->view().Slice(node.grid.BlockBox(block)), node.data};
+  }
+  const int index = plan_.IndexOf(&node);
+  const PlannedOp& op = plan_.ops()[index];
+  if (op.materialized && index != frame.root) {
+    auto key = std::make_pair(index, Shape(block.begin(), block.end()));
+    auto it = frame.fetched.find(key);
+    if (it == frame.fetched.end()) {
+      IntermediateStore* tier = tiers_[index].get();
+      if (!tier) {
+        return InternalError(fmt::format("{} has no tier to read block {} from", node.name,
+                                         BlockName(block)));
+      }
+      STRATA_ASSIGN_OR_RETURN(BlockView held, tier->View(block, *frame.pool));
+      it = frame.fetched.emplace(std::move(key), std::move(held)).first;
+    }
+    return it->second;
+  }
+  STRATA_ASSIGN_OR_RETURN(NDArray a, ComputeBlock(node, block, frame));
+  auto shared = std::make_shared<const NDArray>(std::move(a));
+  return BlockView{shared->view(), shared};
+}
+
+Result<NDArray> TaskRunner::NewOutput(const Node& node, std::span<const Index> block,
+                                      const Shape& shape, Frame& frame) {
+  const int index = plan_.IndexOf(&node);
+  if (index >= 0 && index == frame.root && plan_.ops()[index].tier != Tier::kNone &&
+      tiers_[index]) {
+    return tiers_[index]->NewBlock(block, node.dtype, shape, *frame.pool);
+  }
+  return NDArray::Allocate(*frame.pool, node.dtype, shape);
+}
+
+Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> block,
+                                     const Box& box, Frame& frame) {
+  // Gathers exactly the slices of the input blocks this block overlaps,
+  // straight into the output: from the input's tier when it is materialized
+  // (a copy from RAM or a pread per run from a file), else one input block
+  // at a time.
+  STRATA_ASSIGN_OR_RETURN(NDArray out, NewOutput(node, block, box.shape, frame));
+  const Node& in = *node.inputs[0];
+  const int index = plan_.IndexOf(&in);
+  const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;
+  Status status;
+  std::vector<IntermediateStore::RegionRead> reads;
+  ForEachInputBlock(node.maps[0], block, [&](std::span<const Index> k) {
+    if (!status.ok()) return;
+    Box kbox = in.grid.BlockBox(k);
+    Box part = Intersect(kbox, box);
+    if (part.empty()) return;
+    ArrayView dst = out.view().Slice(Translate(part, box.origin));
+    if (tiered) {
+      reads.push_back({Shape(k.begin(), k.end()), Translate(part, kbox.origin), dst});
+      return;
+    }
+    Result<BlockView> held = Obtain(in, k, frame);
+    if (!held.ok()) {
+      status = held.status();
+      return;
+    }
+    CopyArray(held->view.Slice(Translate(part, kbox.origin)), dst);
+  });
+  if (status.ok() && !reads.empty()) status = tiers_[index]->GetRegions(reads);
+  if (!status.ok()) return status.WithContext(fmt::format("{} ({})", node.op_name, node.name));
+  return out;
+}
+
+bool TaskRunner::Streamable(const Node& node) const {
+  if (!node.region_fn && !node.virtual_fill) return false;
+  return !OpOf(node).materialized;
+}
+
+Status TaskRunner::RegionOf(const Node& node, std::span<const Index> block, const Box& region,
+                            const ArrayView& out, Frame& frame) {
+  if (Streamable(node) && node.virtual_fill) {
+    Box global = region;
+    for (int i = 0; i < region.rank(); ++i) global.origin[i] += node.grid.block_origin(i, block[i]);
+    return node.virtual_fill(global, out);
+  }
+  if (!Streamable(node)) {
+    // A leaf: its whole block is obtained once per task and sliced.
+    auto key = std::make_pair(&node, Shape(block.begin(), block.end()));
+    auto it = frame.stream_leaves.find(key);
+    if (it == frame.stream_leaves.end()) {
+      STRATA_ASSIGN_OR_RETURN(BlockView held, Obtain(node, block, frame));
+      it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
+    }
+    CopyArray(it->second.view.Slice(region), out);
+    return Status::Ok();
+  }
+  // A fused elementwise op: the same region of each input, then the op.
+  std::vector<ConstArrayView> views;
+  std::vector<NDArray> scratch;
+  scratch.reserve(node.inputs.size());
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
+    const Node& in = *node.inputs[j];
+    const InputMap& map = node.maps[j];
+    Shape k(in.grid.rank());
+    Box r(Shape(in.grid.rank(), 0), Shape(in.grid.rank(), 1));
+    for (int i = 0; i < in.grid.rank(); ++i) {
+      const AxisMap& a = map.axes[i];
+      if (a.kind() == AxisMap::Kind::kFixed) {
+        k[i] = a.InputsFor(0)[0];
+        r.shape[i] = in.grid.block_size(i, k[i]);
+      } else {
+        k[i] = block[a.out_axis()];
+        r.origin[i] = region.origin[a.out_axis()];
+        r.shape[i] = region.shape[a.out_axis()];
+      }
+    }
+    if (Streamable(in)) {
+      STRATA_ASSIGN_OR_RETURN(NDArray part, NDArray::Allocate(*frame.pool, in.dtype, r.shape));
+      STRATA_RETURN_IF_ERROR(RegionOf(in, k, r, part.view(), frame));
+      scratch.push_back(std::move(part));
+      views.push_back(BroadcastTo(scratch.back().view(), region.shape));
+    } else {
+      auto key = std::make_pair(&in, k);
+      auto it = frame.stream_leaves.find(key);
+      if (it == frame.stream_leaves.end()) {
+        STRATA_ASSIGN_OR_RETURN(BlockView held, Obtain(in, k, frame));
+        it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
+      }
+      views.push_back(BroadcastTo(it->second.view.Slice(r), region.shape));
+    }
+  }
+  return node.region_fn(views, out);
+}
+
+Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures) {
+  const PlannedOp& op = plan_.ops()[task.op];
+  const Node& node = *op.node;
+  Shape block(node.grid.rank());
+  UnravelIndex(task.block, node.grid.grid_shape(), block);
+  if (options_.fault_injector) STRATA_RETURN_IF_ERROR(options_.fault_injector(op, block, attempt));
+  Frame frame;
+  frame.root = task.op;
+  frame.pool = pool_->NewChild(
+      {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
+       plan_.spec().allowed_mem});
+  auto t0 = Clock::now();
+  if (node.kind == NodeKind::kStore) {
+    STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
+    STRATA_RETURN_IF_ERROR(node.target->array()->WriteChunk(block, in.view, *frame.pool));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
+    frame.fetched.clear();  // inputs are no longer needed
+    if (op.output_slot >= 0) {
+      Box box = node.grid.BlockBox(block);
+      CopyArray(out.view(), result_views_[op.output_slot].Slice(box));
+    }
+    if (op.tier != Tier::kNone) {
+      IntermediateStore& tier = *tiers_[task.op];
+      const int64_t before = tier.resident_bytes();
+      STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+      figures->resident_delta = tier.resident_bytes() - before;
+    }
+  }
+  auto t1 = Clock::now();
+  figures->start_seconds = Seconds(t0);
+  figures->end_seconds = Seconds(t1);
+  figures->measured_peak = frame.pool->peak_bytes();
+  return Status::Ok();
+}
+
+}  // namespace strata

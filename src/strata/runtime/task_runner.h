@@ -1,0 +1,100 @@
+// TaskRunner: computes one task (a block of a materialized op) wherever a
+// dispatcher runs it: on a thread, in a forked worker process, on an MPI rank.
+//
+// A task obtains the blocks it reads (from the tiers of materialized
+// producers, or by computing fused and virtual producers inside the task),
+// computes its block into a buffer from its own MemoryPool (capped at
+// allowed_mem, so its peak is measured exactly), and then stores it: in its
+// op's tier for readers, into the results of compute(), or as chunks of a
+// Zarr target. Rechunk exchanges gather exactly the slices they need,
+// straight into the output (a copy from RAM, a pread per run from a file, a
+// ranged GET, an MPI message). Nothing here schedules, counts residency or
+// talks to other workers: that is the Scheduler's and the Dispatcher's.
+//
+// Lifetime: built once per compute after the tiers exist; the plan, the
+// tiers, the result views and the pool must outlive it.
+// Thread-safety: Run may be called concurrently from any number of threads.
+#ifndef STRATA_RUNTIME_TASK_RUNNER_H_
+#define STRATA_RUNTIME_TASK_RUNNER_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "strata/core/memory_pool.h"
+#include "strata/core/ndarray.h"
+#include "strata/plan/planner.h"
+#include "strata/runtime/executor.h"
+#include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/scheduler.h"
+
+namespace strata {
+
+// What one successful attempt of a task measured.
+struct TaskFigures {
+  double start_seconds = 0;  // since the compute started
+  double end_seconds = 0;
+  int64_t measured_peak = 0;  // the task's MemoryPool
+  int64_t worker_rss = 0;     // the worker's resident set, where a dispatcher measures it
+  // Change of the task's tier's resident_bytes() across its Put.
+  int64_t resident_delta = 0;
+};
+
+class TaskRunner {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // tiers[op]: the tier of each op that has one (else null). result_views[s]:
+  // where output slot s is written. Task pools are children of `pool`.
+  TaskRunner(const Plan& plan, std::span<const std::unique_ptr<IntermediateStore>> tiers,
+             std::span<const ArrayView> result_views, std::shared_ptr<MemoryPool> pool,
+             const ComputeOptions& options, Clock::time_point start);
+
+  // Runs attempt `attempt` of `task`; errors carry the op and block only
+  // where they arise (the dispatcher names the task).
+  Status Run(const TaskId& task, int attempt, TaskFigures* figures);
+
+  double Seconds(Clock::time_point t) const {
+    return std::chrono::duration<double>(t - start_).count();
+  }
+
+ private:
+  // Per-task state: its pool, the materialized blocks it already fetched, and
+  // the whole blocks a streamed chain reads strip by strip.
+  struct Frame {
+    int root = -1;
+    std::shared_ptr<MemoryPool> pool;
+    std::map<std::pair<int, Shape>, BlockView> fetched;
+    std::map<std::pair<const Node*, Shape>, BlockView> stream_leaves;
+  };
+
+  const PlannedOp& OpOf(const Node& node) const;
+  Result<BlockView> Obtain(const Node& node, std::span<const Index> block, Frame& frame);
+  // True when `node` is computed inside this task and can produce any region
+  // of a block on its own (a fused elementwise op or a virtual array).
+  bool Streamable(const Node& node) const;
+  // Computes `region` (block coordinates) of block `block` of `node` into `out`.
+  Status RegionOf(const Node& node, std::span<const Index> block, const Box& region,
+                  const ArrayView& out, Frame& frame);
+  Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, Frame& frame);
+  Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
+                           Frame& frame);
+  // The array `node`'s block is computed into: for the block a task stores
+  // in a tier, the tier's own buffer where it has one (a ShmStore object,
+  // sealed by Put without a copy); else from the task's pool.
+  Result<NDArray> NewOutput(const Node& node, std::span<const Index> block, const Shape& shape,
+                            Frame& frame);
+
+  const Plan& plan_;
+  std::span<const std::unique_ptr<IntermediateStore>> tiers_;
+  std::span<const ArrayView> result_views_;
+  std::shared_ptr<MemoryPool> pool_;
+  const ComputeOptions& options_;
+  Clock::time_point start_;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_RUNTIME_TASK_RUNNER_H_
