@@ -1,99 +1,149 @@
 #!/usr/bin/python3
-"""Quadratic means (Cubed's standard benchmark): Strata against Dask, same inputs.
+"""Quadratic means (Cubed's standard benchmark): Strata against Dask, same
+inputs, under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/quadratic_means.py [--t 50 200] [--reps 3]
-        [--bin build/release/bin] [--dir build/bench] > bench/results/quadratic_means.json
+    /usr/bin/python3 bench/quadratic_means.py [--t 50 200] [--reps 5] [--prepared]
+        [--bin build/release/bin] [--dir build/bench/quadratic_means]
+        [--out bench/results/quadratic_means.json]
+    /usr/bin/python3 bench/quadratic_means.py --smoke
 
 u, v float64 of shape (t, 987, 1920), chunks (10, 987, 1920) (~150 MB), written
 once by `strata random` (blosc lz4, zarr-python's default codec). Each run
 computes mean over axis 0 of u*u, v*v and u*v, stacked into a (3, 987, 1920)
 Zarr array, with allowed_mem 2GB:
-  strata: examples/quadratic_means (threads, 2 workers);
-  dask:   Debian's python3-dask, threaded scheduler, da.from_zarr ... to_zarr.
-Each run is a fresh process timed from outside (wall time, peak RSS from
-/usr/bin/time, bytes written under the work dir). The page cache is left warm
-(inputs were read once before timing) so that both read from memory. Reports
-medians and the Dask/Strata ratio of the same run; never pass/fail.
+  strata: examples/quadratic_means with its defaults (threads executor,
+          workers = the available cores);
+  dask:   Debian's python3-dask as its users run it, nothing configured
+          (threaded scheduler, default worker count), da.from_zarr ... to_zarr.
+Both read the inputs from a warm page cache (read once before each run).
+Each run is a fresh process measured by the protocol (wall time, CPU, peak
+RSS, bytes under the work dir). After the first kept rep both outputs are
+compared with numpy to a reference computed from the inputs (zarr-python).
+Reports medians with min-max and the per-rep Dask/Strata ratio; never
+pass/fail. --smoke: t=20 on (20, 98, 192) arrays.
 """
 import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol as P  # noqa: E402
 
 DASK = r'''
-import sys, dask, dask.array as da
-dask.config.set(scheduler="threads", num_workers=int(sys.argv[4]))
+import sys, dask.array as da
 u = da.from_zarr(sys.argv[1]); v = da.from_zarr(sys.argv[2])
 m = da.stack([(u * u).mean(axis=0), (v * v).mean(axis=0), (u * v).mean(axis=0)])
 m.to_zarr(sys.argv[3], overwrite=True)
 '''
 
-
-def run(cmd, env=None):
-    """Wall seconds and peak RSS (bytes) of one process."""
-    out = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + cmd, capture_output=True, text=True,
-                         env=env)
-    if out.returncode != 0:
-        raise RuntimeError(f"{cmd} failed: {out.stderr}")
-    wall, rss_kb = out.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(rss_kb) * 1024
-
-
-def tree_bytes(path):
-    total = 0
-    for root, _, files in os.walk(path):
-        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-    return total
+# Checks an output against the means computed by numpy over the inputs, in
+# slabs of 10 along t (so the check itself never holds u and v whole).
+CHECK = r'''
+import sys, numpy as np, zarr
+u, v, out = (zarr.open(p, mode="r") for p in sys.argv[1:4])
+t = u.shape[0]
+acc = np.zeros((3,) + u.shape[1:])
+for s in range(0, t, 10):
+    a, b = u[s:s + 10], v[s:s + 10]
+    acc[0] += (a * a).sum(0); acc[1] += (b * b).sum(0); acc[2] += (a * b).sum(0)
+ref = acc / t
+got = out[...]
+err = float(np.max(np.abs(got - ref)))
+ok = got.shape == ref.shape and np.allclose(got, ref, rtol=1e-12, atol=1e-12)
+print(("equal to numpy" if ok else "DIFFERS from numpy") + f" (max abs difference {err:.3g})")
+'''
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--t", type=int, nargs="+", default=[50, 200])
-    ap.add_argument("--reps", type=int, default=3)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--t", type=int, nargs="+", default=None, help="default 50 200 (smoke: 20)")
     ap.add_argument("--bin", default="build/release/bin")
-    ap.add_argument("--dir", default="build/bench")
-    ap.add_argument("--workers", type=int, default=os.cpu_count())
+    ap.add_argument("--dir", default="build/bench/quadratic_means")
+    P.add_arguments(ap)
     args = ap.parse_args()
-    os.makedirs(args.dir, exist_ok=True)
-    results = []
-    for t in args.t:
-        u = os.path.join(args.dir, f"u{t}.zarr")
-        v = os.path.join(args.dir, f"v{t}.zarr")
-        for path, seed in [(u, 1), (v, 2)]:
-            if not os.path.exists(os.path.join(path, ".zarray")):
-                subprocess.run([os.path.join(args.bin, "strata"), "random", path, "--shape",
-                                f"{t},987,1920", "--chunks", "10,987,1920", "--seed", str(seed),
-                                "--overwrite"], check=True)
-            subprocess.run(["cat"] + [os.path.join(path, f) for f in os.listdir(path)],
-                           stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-        work = tempfile.mkdtemp(dir=args.dir, prefix="work-")
-        out = os.path.join(args.dir, f"out{t}.zarr")
-        row = {"t": t, "input_bytes_decoded": 2 * t * 987 * 1920 * 8}
-        for name, cmd in [
-            ("strata", [os.path.join(args.bin, "quadratic_means"), u, v, out, "--allowed-mem", "2GB",
-                        "--workers", str(args.workers), "--work-dir", work]),
-            ("dask", ["/usr/bin/python3", "-c", DASK, u, v, out, str(args.workers)]),
-        ]:
-            walls, rsss = [], []
-            for _ in range(args.reps):
-                shutil.rmtree(out, ignore_errors=True)
-                wall, rss = run(cmd)
-                walls.append(wall)
-                rsss.append(rss)
-            row[name] = {"median_s": statistics.median(walls), "times_s": walls,
-                         "peak_rss_bytes": max(rsss), "work_dir_bytes_after": tree_bytes(work)}
-        row["dask_over_strata_time"] = round(row["dask"]["median_s"] / row["strata"]["median_s"], 2)
-        row["dask_over_strata_rss"] = round(
-            row["dask"]["peak_rss_bytes"] / row["strata"]["peak_rss_bytes"], 2)
-        shutil.rmtree(work, ignore_errors=True)
-        results.append(row)
-    json.dump({"workload": "quadratic means", "chunks": [10, 987, 1920], "allowed_mem": "2GB",
-               "workers": args.workers, "results": results}, sys.stdout, indent=2)
-    print()
+    ts = args.t or ([20] if args.smoke else [50, 200])
+    plane = (98, 192) if args.smoke else (987, 1920)
+    allowed = "64MB" if args.smoke else "2GB"
+    d = os.path.abspath(args.dir)
+    with P.Bench("quadratic_means", args, scratch=d,
+                 description="mean(u*u), mean(v*v), mean(u*v) over axis 0, Strata against "
+                             "Dask") as b:
+        b.doc["dask_script"] = DASK.strip()
+        b.doc["dask_defaults"] = P.dask_defaults()
+        for t in ts:
+            u = os.path.join(d, f"u{t}.zarr")
+            v = os.path.join(d, f"v{t}.zarr")
+            shape = f"{t},{plane[0]},{plane[1]}"
+            for path, seed in [(u, 1), (v, 2)]:
+                if not os.path.exists(os.path.join(path, ".zarray")):
+                    subprocess.run([os.path.join(args.bin, "strata"), "random", path, "--shape",
+                                    shape, "--chunks", f"10,{plane[0]},{plane[1]}", "--seed",
+                                    str(seed), "--overwrite"], check=True)
+            stored = P.tree_bytes(u) + P.tree_bytes(v)
+            state = {"checked": False}
+            contenders, outs = [], {}
+            for variant in ["user"] + (["prepared"] if args.prepared else []):
+                for name in ("strata", "dask"):
+                    cname = name if variant == "user" else f"{name} ({variant})"
+                    slug = cname.replace(" ", "_").replace("(", "").replace(")", "")
+                    out = os.path.join(d, f"out{t}_{slug}.zarr")
+                    work = os.path.join(d, f"work_{slug}")
+                    argv = ([os.path.join(args.bin, "quadratic_means"), u, v, out,
+                             "--allowed-mem", allowed, "--work-dir", work] if name == "strata"
+                            else ["/usr/bin/python3", "-c", DASK, u, v, out])
+
+                    def setup(out=out, work=work, variant=variant):
+                        shutil.rmtree(out, ignore_errors=True)
+                        P.clear_dir(work)
+                        if variant == "prepared":
+                            P.drop_caches()
+                        P.warm(u)
+                        P.warm(v)
+                        if variant == "prepared":
+                            P.pretouch(2 * 8 * t * plane[0] * plane[1]
+                                       + ((64 << 20) if args.smoke else (1 << 30)))
+
+                    def finish(run, done, out=out, work=work):
+                        run["extra"]["work_after_bytes"] = P.tree_bytes(work)
+                        if state["checked"]:
+                            shutil.rmtree(out, ignore_errors=True)
+
+                    contenders.append(P.Contender(cname, argv, setup=setup, finish=finish,
+                                                  variant=variant, label=name,
+                                                  watch_dirs={"work": work}))
+                    outs[cname] = out
+            checks = {}
+
+            def after_rep(slot, rep, outs=outs, checks=checks, u=u, v=v, state=state):
+                if state["checked"]:
+                    return
+                for cname, out in outs.items():
+                    r = subprocess.run(["/usr/bin/python3", "-c", CHECK, u, v, out],
+                                       capture_output=True, text=True)
+                    checks[cname] = r.stdout.strip() if r.returncode == 0 else (
+                        f"FAILED: {r.stderr.strip()[-500:]}")
+                P.log(f"  checks: {checks}")
+                state["checked"] = True
+                for out in outs.values():
+                    shutil.rmtree(out, ignore_errors=True)
+
+            ratios = [("dask", "strata")]
+            if args.prepared:
+                ratios.append(("dask (prepared)", "strata (prepared)"))
+            case = b.case(f"t={t}", contenders, ratios=ratios,
+                          ratio_keys=("wall_s", "peak_rss_bytes"), after_rep=after_rep,
+                          describe={"t": t, "shape": [t, *plane], "chunks": [10, *plane],
+                                    "allowed_mem": allowed,
+                                    "input_bytes_decoded": 2 * t * plane[0] * plane[1] * 8,
+                                    "input_bytes_stored": stored})
+            case["checks"] = checks
+            for p in (u, v):
+                shutil.rmtree(p, ignore_errors=True)
+            for p in os.listdir(d):
+                if p.startswith("work_"):
+                    shutil.rmtree(os.path.join(d, p), ignore_errors=True)
 
 
 if __name__ == "__main__":

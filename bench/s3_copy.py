@@ -1,48 +1,48 @@
 #!/usr/bin/python3
-"""strata copy local -> S3 -> local of the 800 MB seed array, against curl moving
-the same bytes to the same server in the same run.
+"""strata copy local -> S3 -> local of the 800 MB seed array, against curl
+moving the same bytes to the same server in the same reps, under the protocol
+of bench/README.md.
 
-    /usr/bin/python3 bench/s3_copy.py [--strata build/release/bin/strata]
-                                      [--dir build/bench-s3] [--reps 3] > s3_copy.json
+    /usr/bin/python3 bench/s3_copy.py [--reps 5] [--strata build/release/bin/strata]
+        [--dir build/bench/s3] [--out bench/results/s3_copy.json]
+    /usr/bin/python3 bench/s3_copy.py --smoke
 
 The server is s3rver (scripts/s3_test_server.js, installed by
 scripts/install-deps.sh) on 127.0.0.1, storing objects under --dir, so both
-sides pay for the same single-threaded node server and the same disk. The
-array is `strata random --shape 10000,10000 --chunks 10000,1000` (10 chunks of
-80 MB, about 70 MB each after blosc).
+sides pay for the same single-threaded node server and the same disk. Its CPU
+is part of the workload: the protocol counts it with the contender's, not as
+disturbance. The array is `strata random --shape 10000,10000 --chunks
+10000,1000` (10 chunks of 80 MB, about 70 MB each after blosc); it is uploaded
+once, untimed, as the source of every download.
 
-Workloads, each timed --reps times (median reported):
+Contenders, interleaved in rotated order within each rep (strata with its
+default workers, the available cores; curl with as many transfers at once):
   - strata copy local -> s3://  (default settings: chunks over 64 MiB go up as
     multipart uploads of 16 MiB parts)
   - strata copy local -> s3://?multipart_threshold=1GiB (one PUT per chunk,
     as curl does)
   - strata copy s3:// -> local
-  - baseline: curl PUT of every file of the array (same bytes, same
-    parallelism as strata's --workers, SigV4-signed like strata's requests)
+  - baseline: curl PUT of every file of the array (same bytes, SigV4-signed
+    like strata's requests)
   - baseline: curl GET of every file back to local files
 `strata copy` with an unchanged codec also decodes every chunk once to check
-it, which curl does not. The page cache is dropped before every timed run when
-we may (root), as in copy_bench.py. Reports medians and ratios, never a
-pass/fail.
+it, which curl does not. Before each run its target is removed and the local
+source read once (warm). After the first kept rep the arrays that came back
+are checked (`strata verify`; curl's files byte for byte). Reports medians
+with min-max and per-rep ratios to curl in the same direction; never pass/fail.
+--smoke: a 1000 x 1000 array.
 """
 import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rechunk import drop_caches  # noqa: E402
+import protocol as P  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = P.REPO
 BUCKET = "bench"
-
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)
 
 
 class Server:
@@ -56,6 +56,7 @@ class Server:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("listening 127.0.0.1:"):
+            self.stop()
             raise SystemExit(f"s3rver did not start ({line!r}); run scripts/install-deps.sh")
         self.endpoint = "http://" + line.split(" ", 1)[1]
 
@@ -64,124 +65,124 @@ class Server:
         shutil.rmtree(os.path.join(self.data_dir, BUCKET, prefix), ignore_errors=True)
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--strata", default="build/release/bin/strata")
-    ap.add_argument("--dir", default="build/bench-s3")
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=os.cpu_count())
+    ap.add_argument("--dir", default="build/bench/s3")
+    P.add_arguments(ap)
     args = ap.parse_args()
-    os.makedirs(args.dir, exist_ok=True)
-    load_at_start = round(os.getloadavg()[0], 2)
-    src = os.path.join(args.dir, "seed.zarr")
-    back = os.path.join(args.dir, "back.zarr")
-    curl_back = os.path.join(args.dir, "curl-back")
-    log("writing the seed array")
-    subprocess.run([args.strata, "random", src, "--shape", "10000,10000", "--chunks", "10000,1000",
-                    "--seed", "1", "--overwrite"], check=True, stderr=subprocess.DEVNULL)
-    files = sorted(os.listdir(src))
-    logical = 10000 * 10000 * 8
-    stored = sum(os.path.getsize(os.path.join(src, f)) for f in files)
+    n = 1000 if args.smoke else 10000
+    d = os.path.abspath(args.dir)
+    with P.Bench("s3_copy", args, scratch=d,
+                 description="strata copy local -> S3 -> local through s3rver, against curl") as b:
+        src = os.path.join(d, "seed.zarr")
+        back = os.path.join(d, "back.zarr")
+        curl_back = os.path.join(d, "curl-back")
+        P.log("writing the seed array")
+        subprocess.run([args.strata, "random", src, "--shape", f"{n},{n}", "--chunks",
+                        f"{n},{n // 10}", "--seed", "1", "--overwrite"], check=True,
+                       stderr=subprocess.DEVNULL)
+        files = sorted(os.listdir(src))
+        logical = n * n * 8
+        stored = P.tree_bytes(src)
+        workers = os.cpu_count()
+        server = Server(os.path.join(d, "s3rver"))
+        try:
+            env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_REGION": "us-east-1",
+                   "AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": "S3RVER",
+                   "AWS_ENDPOINT_URL_S3": server.endpoint}
+            curl_auth = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
+                         "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+            source = f"s3://{BUCKET}/source/seed.zarr"
 
-    server = Server(os.path.join(args.dir, "s3rver"))
-    env = dict(os.environ, AWS_ENDPOINT_URL=server.endpoint, AWS_REGION="us-east-1",
-               AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER")
-    env.pop("AWS_ENDPOINT_URL_S3", None)
-    curl_auth = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
-                 "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
-    workers = ["--workers", str(args.workers)]
-    remote_prefix = "strata/seed.zarr"
-    remote = f"s3://{BUCKET}/{remote_prefix}"
+            def curl_cmd(direction, prefix):
+                cmd = ["curl", "--noproxy", "*", "--silent", "--show-error", "--fail",
+                       "--parallel", "--parallel-max", str(workers), *curl_auth]
+                for f in files:
+                    if direction == "up":
+                        cmd += ["-T", os.path.join(src, f),
+                                f"{server.endpoint}/{BUCKET}/{prefix}/seed.zarr/{f}"]
+                    else:
+                        cmd += ["-o", os.path.join(curl_back, f),
+                                f"{server.endpoint}/{BUCKET}/{prefix}/seed.zarr/{f}"]
+                return cmd
 
-    def curl_cmd(direction):
-        cmd = ["curl", "--noproxy", "*", "--silent", "--show-error", "--fail", "--parallel", "--parallel-max",
-               str(args.workers), *curl_auth]
-        for f in files:
-            url = f"{server.endpoint}/{BUCKET}/curl/seed.zarr/{f}"
-            if direction == "up":
-                cmd += ["-T", os.path.join(src, f), url]
-            else:
-                cmd += ["-o", os.path.join(curl_back, f), url]
-        return cmd
+            # The source of every download: the local files as they are, untimed.
+            subprocess.run(curl_cmd("up", "source"), check=True)
 
-    workloads = [
-        # name, direction, command, setup before each rep
-        ("strata copy local -> s3 (default: multipart above 64 MiB)", "up",
-         [args.strata, "copy", src, remote, *workers], lambda: server.clear("strata")),
-        ("strata copy local -> s3 (multipart_threshold=1GiB: one PUT per chunk)", "up",
-         [args.strata, "copy", src, remote + "?multipart_threshold=1GiB", *workers],
-         lambda: server.clear("strata")),
-        ("strata copy s3 -> local", "down", [args.strata, "copy", remote, back, *workers],
-         lambda: shutil.rmtree(back, ignore_errors=True)),
-        ("baseline: curl PUT of every file", "up", curl_cmd("up"), lambda: server.clear("curl")),
-        ("baseline: curl GET of every file", "down", curl_cmd("down"),
-         lambda: (shutil.rmtree(curl_back, ignore_errors=True), os.makedirs(curl_back))),
-    ]
-    rows = []
-    try:
-        for name, direction, cmd, setup in workloads:
-            times = []
-            dropped = True
-            for rep in range(args.reps):
-                setup()
-                dropped = drop_caches() and dropped
-                log(f"{name}: rep {rep + 1}/{args.reps}")
-                t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-                times.append(time.perf_counter() - t0)
-            med = statistics.median(times)
-            rows.append({"workload": name, "direction": direction,
-                         "command": " ".join(cmd[:6]) + (" ..." if len(cmd) > 6 else ""),
-                         "median_s": round(med, 3), "times_s": [round(t, 3) for t in times],
-                         "stored_MBps": round(stored / med / 1e6, 1),
-                         "logical_MBps": round(logical / med / 1e6, 1),
-                         "page_cache_dropped": dropped})
-        # Correctness of what was timed (not timed): the array that came back
-        # equals the original, and curl's files equal the original's.
-        verify = subprocess.run([args.strata, "verify", src, back], env=env, capture_output=True,
-                                text=True)
-        same_files = all(open(os.path.join(src, f), "rb").read() ==
-                         open(os.path.join(curl_back, f), "rb").read() for f in files)
-    finally:
-        server.stop()
-    baseline = {d: next(r for r in rows if r["workload"].startswith("baseline") and
-                        r["direction"] == d) for d in ("up", "down")}
-    for r in rows:
-        r["time_vs_curl"] = round(r["median_s"] / baseline[r["direction"]]["median_s"], 2)
-    up = next(r for r in rows if r["workload"].startswith("strata copy local -> s3 (default"))
-    up_single = next(r for r in rows if "one PUT per chunk" in r["workload"])
-    down = next(r for r in rows if r["workload"] == "strata copy s3 -> local")
-    curl_round_trip = baseline["up"]["median_s"] + baseline["down"]["median_s"]
+            def make_dir(p):
+                shutil.rmtree(p, ignore_errors=True)
+                os.makedirs(p)
 
-    def round_trip(upload):
-        total = upload["median_s"] + down["median_s"]
-        return {"strata_s": round(total, 3), "curl_s": round(curl_round_trip, 3),
-                "time_vs_curl": round(total / curl_round_trip, 2)}
-    json.dump({
-        "array": {"shape": [10000, 10000], "chunks": [10000, 1000], "dtype": "float64",
-                  "codec": "blosc lz4 clevel 5 byte shuffle", "files": len(files),
-                  "logical_bytes": logical, "stored_bytes": stored},
-        "server": "s3rver (@20minutes/s3rver 4.0.4, node, one process) on 127.0.0.1, "
-                  "objects on local disk",
-        "MB": 1000000, "cores": os.cpu_count(), "workers": args.workers, "reps": args.reps,
-        # The machine is shared: a load above the core count means other work
-        # competed for the CPU during the run.
-        "load_average_1min_at_start_and_end": [load_at_start, round(os.getloadavg()[0], 2)],
-        "results": rows,
-        "round_trip": round_trip(up),
-        "round_trip_one_put_per_chunk": round_trip(up_single),
-        "checks": {"strata_round_trip_verify": verify.stdout.strip(),
-                   "curl_files_identical": same_files},
-    }, sys.stdout, indent=2)
-    print()
-    shutil.rmtree(os.path.join(args.dir, "s3rver"), ignore_errors=True)
-    shutil.rmtree(back, ignore_errors=True)
-    shutil.rmtree(curl_back, ignore_errors=True)
+            workloads = [
+                # name, direction, label, argv, target cleared before each run
+                ("strata up", "up", "strata copy local -> S3 (default: multipart above 64 MiB)",
+                 [args.strata, "copy", src, f"s3://{BUCKET}/strata/seed.zarr"],
+                 lambda: server.clear("strata")),
+                ("strata up one PUT", "up",
+                 "strata copy local -> S3, ?multipart_threshold=1GiB (one PUT per chunk)",
+                 [args.strata, "copy", src, f"s3://{BUCKET}/strata1/seed.zarr"
+                  "?multipart_threshold=1GiB"], lambda: server.clear("strata1")),
+                ("strata down", "down", "strata copy S3 -> local",
+                 [args.strata, "copy", source, back], lambda: shutil.rmtree(back, True)),
+                ("curl PUT", "up", "baseline: curl PUT of every file", curl_cmd("up", "curl"),
+                 lambda: server.clear("curl")),
+                ("curl GET", "down", "baseline: curl GET of every file", curl_cmd("down", "source"),
+                 lambda: make_dir(curl_back)),
+            ]
+            contenders = []
+            for name, direction, label, argv, clear in workloads:
+                def setup(clear=clear):
+                    clear()
+                    P.warm(src)
+                contenders.append(P.Contender(name, argv, env=env, setup=setup, label=label))
+            checks = {}
+            state = {"checked": False}
+
+            def after_rep(slot, rep):
+                if state["checked"]:
+                    return
+                r = subprocess.run([args.strata, "verify", src, back], capture_output=True,
+                                   text=True, env=dict(os.environ, **env))
+                checks["strata down"] = (r.stdout.strip().splitlines() or [""])[0] \
+                    if r.returncode == 0 else f"FAILED: {r.stdout.strip()[:300]}"
+                for name, prefix in (("strata up", "strata"), ("strata up one PUT", "strata1")):
+                    r = subprocess.run([args.strata, "verify", src,
+                                        f"s3://{BUCKET}/{prefix}/seed.zarr"],
+                                       capture_output=True, text=True,
+                                       env=dict(os.environ, **env))
+                    checks[name] = (r.stdout.strip().splitlines() or [""])[0] \
+                        if r.returncode == 0 else f"FAILED: {r.stdout.strip()[:300]}"
+                same = all(open(os.path.join(src, f), "rb").read() ==
+                           open(os.path.join(curl_back, f), "rb").read() for f in files)
+                checks["curl GET"] = ("files identical to the source" if same
+                                      else "FAILED: files differ")
+                P.log(f"  checks: {checks}")
+                state["checked"] = True
+
+            ratios = [("strata up", "curl PUT"), ("strata up one PUT", "curl PUT"),
+                      ("strata down", "curl GET")]
+            case = b.case("s3 round trip", contenders, ratios=ratios, after_rep=after_rep,
+                          helper_pids=[server.proc.pid], describe={
+                              "shape": [n, n], "chunks": [n, n // 10], "dtype": "float64",
+                              "codec": "blosc lz4 clevel 5 byte shuffle", "files": len(files),
+                              "logical_bytes": logical, "stored_bytes": stored,
+                              "workers": workers,
+                              "directions": {w[0]: w[1] for w in workloads},
+                              "labels": {w[0]: w[2] for w in workloads},
+                              "server": "s3rver (@20minutes/s3rver, node, one process) on "
+                                        "127.0.0.1, objects on local disk; its CPU counts as "
+                                        "the workload's"})
+            case["checks"] = checks
+        finally:
+            server.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,485 @@
+#!/usr/bin/python3
+"""The README's benchmark tables, made from the JSON the bench scripts write.
+
+    /usr/bin/python3 bench/report.py bench/results/rechunk.json [more.json ...]
+        [--draft] [--svg bench/results/rechunk_cliff.svg]
+    /usr/bin/python3 bench/report.py --all          # every bench/results/*.json we know
+
+Prints Markdown: for each document the tables of its benchmark, each with a
+line saying how it was measured (reps, load, other CPU, discarded reps,
+commit, command). Cells are "median (min–max)" over the kept reps; ratios are
+medians of per-rep ratios (bench/README.md). A smoke run, an incomplete run,
+fewer than 5 reps or a run without the disturbance check is refused (exit 2)
+unless --draft, which marks every table DRAFT. --svg draws the W5 cliff chart
+from a rechunk document.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MB, GB = 10**6, 10**9
+
+
+class Refused(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# Cells.
+
+def num(v, digits=2):
+    if v is None:
+        return "–"
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    if abs(v) >= 100:
+        return f"{v:.1f}" if digits > 1 else f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def cell(st, scale=1.0, digits=2, spread=True):
+    """'median (min–max)' of a stat dict, values divided by scale."""
+    if not st or st.get("median") is None:
+        return "–"
+    m, lo, hi = (st[k] / scale for k in ("median", "min", "max"))
+    if not spread or st.get("n", 0) < 2:
+        return num(m, digits)
+    return f"{num(m, digits)} ({num(lo, digits)}–{num(hi, digits)})"
+
+
+def size(b):
+    if b is None:
+        return "–"
+    if b == 0:
+        return "0"
+    if b >= GB:
+        return f"{b / GB:.2f} GB"
+    if b >= MB:
+        return f"{b / MB:.0f} MB"
+    return f"{b / 1e3:.0f} kB"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def summary(case, contender, key):
+    return case.get("summary", {}).get(contender, {}).get(key)
+
+
+def median(case, contender, key):
+    st = summary(case, contender, key)
+    return st["median"] if st else None
+
+
+def ratio(case, label):
+    return case.get("ratios", {}).get(label)
+
+
+def cases(doc, prefix=""):
+    return [c for c in doc.get("cases", []) if c["case"].startswith(prefix)]
+
+
+def has(case, contender):
+    return contender in case.get("contenders", {})
+
+
+def checks_note(cs):
+    bad = [f"{c['case']}: {k}: {v}" for c in cs for k, v in c.get("checks", {}).items()
+           if str(v).startswith("FAILED") or "DIFFER" in str(v)]
+    if bad:
+        return " **Output checks failed:** " + "; ".join(bad) + "."
+    if any(c.get("checks") for c in cs):
+        return " Every output was checked against a reference (`checks` in the JSON)."
+    return ""
+
+
+def footer(doc, cs):
+    """How the table's figures were measured, from the document."""
+    runs = [r for c in cs for rep in c.get("reps", []) for r in rep["runs"].values()]
+    loads = [r["load_1min_before"] for r in runs if r.get("load_1min_before") is not None]
+    other = [r["other_cores"] for r in runs if r.get("other_cores") is not None]
+    reps = min((len(c.get("reps", [])) for c in cs), default=0)
+    discarded = sum(len(c.get("discarded", [])) for c in cs)
+    git = doc.get("git", {})
+    commit = (git.get("commit") or "?")[:10] + (" + uncommitted changes"
+                                                if git.get("dirty_files") else "")
+    parts = [f"{reps} rep{'s' if reps != 1 else ''}, contenders interleaved in rotated order; cells are median "
+             f"(min–max), ratios the median (min–max) of per-rep ratios"]
+    if loads:
+        parts.append(f"1-min load average before runs {num(statistics.median(loads))} "
+                     f"({num(min(loads))}–{num(max(loads))})")
+    if other:
+        parts.append(f"other processes used at most {num(max(other))} cores during a kept run")
+    parts.append(f"{discarded} disturbed rep{'s' if discarded != 1 else ''} discarded and redone")
+    parts.append(f"commit {commit}, {doc.get('date_start', '?')}")
+    line = "; ".join(parts) + f". `{doc.get('command', '?')}`."
+    return "_" + line + checks_note(cs) + "_"
+
+
+def prepared(doc):
+    return doc.get("prepared_variant")
+
+
+# --------------------------------------------------------------------------
+# Tables, one function per benchmark.
+
+def codec_tables(doc):
+    [case] = cases(doc, "codec_bench")
+    s = case["summary"]["codec_bench"]
+    rows = [["memcpy (baseline)", "–", cell(s.get("memcpy|MBps"), digits=0),
+             cell(s.get("memcpy|MBps"), digits=0)]]
+    for name in case.get("codecs", []):
+        dec = cell(s.get(f"{name}|decode_MBps"), digits=0)
+        if f"{name}|decode_vs_blosc_native" in s:
+            dec += f" (libblosc's own: {num(s[f'{name}|decode_vs_blosc_native']['median'])}×)"
+        rows.append([name, num(s[f"{name}|compression_ratio"]["median"]),
+                     cell(s.get(f"{name}|encode_MBps"), digits=0), dec])
+    ctx = case.get("context") or {}
+    title = (f"Codecs on one {size(ctx.get('chunk_bytes'))} float64 chunk "
+             f"{tuple(ctx.get('chunk_shape', []))}, MB/s of decoded data (each run: "
+             f"codec_bench's median of ≥ {ctx.get('reps')} timings)")
+    return [(title, table(["codec", "ratio", "encode MB/s", "decode into destination MB/s"],
+                          rows), [case])]
+
+
+def copy_tables(doc):
+    [case] = cases(doc, "copy")
+    d = case["describe"]
+    labels = d.get("labels", {})
+    names = [n for n, c in case["contenders"].items() if c["variant"] == "user"]
+    header = ["workload", "median s", "MB/s (logical)", "time vs `cp -r`"]
+    if prepared(doc):
+        header += ["page cache dropped: median s", "time vs `cp -r` (dropped)"]
+    rows = []
+    for n in names:
+        t = summary(case, n, "time_s")
+        r = ratio(case, f"{n}/cp -r:time_s")
+        row = [labels.get(n, n), cell(t), num(d["logical_bytes"] / t["median"] / MB, 0)
+               if t and t["median"] else "–", "1.00" if n == "cp -r" else cell(r)]
+        if prepared(doc):
+            p = f"{n} (prepared)"
+            rp = ratio(case, f"{p}/cp -r (prepared):time_s")
+            row += [cell(summary(case, p, "time_s")), "1.00" if n == "cp -r" else cell(rp)]
+        rows.append(row)
+    title = (f"`strata copy` of the {size(d['logical_bytes'])} seed array "
+             f"({d['shape'][0]} × {d['shape'][1]} float64, chunks {tuple(d['chunks'])}, "
+             f"{size(d['stored_bytes'])} stored), source warm")
+    return [(title, table(header, rows), [case])]
+
+
+def quadratic_tables(doc):
+    cs = cases(doc, "t=")
+    header = ["t", "strata s", "dask s", "dask / strata time", "strata peak RSS",
+              "dask peak RSS", "work_dir bytes"]
+    if prepared(doc):
+        header += ["prepared: strata s", "prepared: dask s", "prepared: dask / strata"]
+    rows = []
+    for c in cs:
+        row = [c["describe"]["t"], cell(summary(c, "strata", "wall_s")),
+               cell(summary(c, "dask", "wall_s")), cell(ratio(c, "dask/strata")),
+               size(median(c, "strata", "peak_rss_bytes")),
+               size(median(c, "dask", "peak_rss_bytes")),
+               size((summary(c, "strata", "work_peak_bytes") or {}).get("max"))]
+        if prepared(doc):
+            row += [cell(summary(c, "strata (prepared)", "wall_s")),
+                    cell(summary(c, "dask (prepared)", "wall_s")),
+                    cell(ratio(c, "dask (prepared)/strata (prepared)"))]
+        rows.append(row)
+    d = cs[0]["describe"] if cs else {}
+    title = (f"Quadratic means: u, v float64 (t, {d.get('shape', [0, 0, 0])[1]}, "
+             f"{d.get('shape', [0, 0, 0])[2]}), chunks {tuple(d.get('chunks', []))}, "
+             f"allowed_mem {d.get('allowed_mem')}, page cache warm; Dask with its defaults")
+    return [(title, table(header, rows), cs)]
+
+
+def workload_name(d):
+    s, a, b = d["shape"], d["source_chunks"], d["target_chunks"]
+    dims = f"{s[0]}²" if len(s) == 2 and s[0] == s[1] else "×".join(map(str, s))
+    return (f"{d['workload']}: {dims} f8, ({','.join(map(str, a))}) → "
+            f"({','.join(map(str, b))}), {d['allowed_mem']}")
+
+
+def rechunk_tables(doc):
+    out = []
+    cs = [c for c in cases(doc, "W") if not c["case"].startswith("W5")]
+    if cs:
+        rows = []
+        for c in cs:
+            rows.append([workload_name(c["describe"]), cell(summary(c, "strata", "wall_s")),
+                         cell(summary(c, "dask", "wall_s")), cell(ratio(c, "dask/strata")),
+                         cell(summary(c, "bound", "wall_s")), cell(ratio(c, "strata/bound")),
+                         f"{num(median(c, 'strata', 'peak_rss_bytes') / MB, 0)} / "
+                         f"{num(median(c, 'dask', 'peak_rss_bytes') / MB, 0)} MB",
+                         size((summary(c, "strata", "intermediate_bytes_written") or {})
+                              .get("max"))])
+        out.append(("Rechunk against Dask (defaults) and this machine's bound, source warm, "
+                    "nothing pre-touched",
+                    table(["workload", "strata s", "dask s", "dask / strata", "bound s",
+                           "strata / bound", "peak RSS strata / dask", "intermediate bytes "
+                           "on disk"], rows), cs))
+        if prepared(doc):
+            rows = [[workload_name(c["describe"]),
+                     cell(summary(c, "strata (prepared)", "wall_s")),
+                     cell(summary(c, "dask (prepared)", "wall_s")),
+                     cell(ratio(c, "dask (prepared)/strata (prepared)")),
+                     cell(summary(c, "bound (prepared)", "wall_s")),
+                     cell(ratio(c, "strata (prepared)/bound (prepared)")),
+                     cell(ratio(c, "strata/strata (prepared)"))] for c in cs]
+            out.append(("Prepared variant (not what a user sees): page cache dropped and "
+                        "memory pre-touched before each run",
+                        table(["workload", "strata s", "dask s", "dask / strata", "bound s",
+                               "strata / bound", "strata user / prepared"], rows), cs))
+    w5 = cases(doc, "W5")
+    if w5:
+        rows = []
+        dask = any(has(c, "dask") for c in w5)
+        for c in w5:
+            d = c["describe"]
+            plan = c.get("strata_run_plan") or {}
+            note = " ".join(plan.get("rechunk_op", []))
+            tiers = sorted({t["tier"] for t in plan.get("tiers", {}).values()})
+            tier = "spill" if "spill" in note else ("RAM" if tiers == ["memory"] else
+                                                    ",".join(tiers) or "?")
+            row = [f"{d['size_over_total_system_mem']:g}", f"{d['size_gb']:.2f}",
+                   cell(summary(c, "strata", "s_per_gb")), cell(summary(c, "bound", "s_per_gb")),
+                   cell(ratio(c, "strata/bound")),
+                   size(median(c, "strata", "intermediate_bytes_written")), tier]
+            if dask:
+                row.insert(4, cell(summary(c, "dask", "s_per_gb")))
+            rows.append(row)
+        header = ["size / total_system_mem", "GB", "strata s/GB", "bound s/GB (all in RAM)",
+                  "strata / bound", "spilled to disk", "intermediate"]
+        if dask:
+            header.insert(4, "dask s/GB")
+        cl = doc.get("cliff", {})
+        out.append((f"The cliff (W5): {cl.get('shape')}, chunks {cl.get('source_chunks')} → "
+                    f"{tuple(cl.get('target_chunks', []))}, total_system_mem "
+                    f"{cl.get('total_system_mem')}, allowed_mem {cl.get('allowed_mem')}; "
+                    "seconds per GB", table(header, rows), w5))
+    return out
+
+
+def processes_tables(doc):
+    cs = cases(doc, "W")
+    rows = [[workload_name(c["describe"]), cell(summary(c, "threads", "wall_s")),
+             cell(summary(c, "processes", "wall_s")), cell(ratio(c, "processes/threads")),
+             cell(ratio(c, "processes/threads:compute_s")),
+             f"{num(median(c, 'threads', 'peak_rss_bytes') / MB, 0)} / "
+             f"{num(median(c, 'processes', 'max_worker_rss_bytes') / MB, 0)} / "
+             f"{num(median(c, 'processes', 'tree_rss_sampled_peak_bytes') / MB, 0)} MB",
+             size(max((summary(c, e, "intermediate_bytes_written") or {}).get("max") or 0
+                      for e in ("threads", "processes")))] for c in cs]
+    out = [("Executors: `threads` (2 workers) against `processes` (2 worker processes)",
+            table(["workload", "threads s", "processes s", "processes / threads",
+                   "(compute time)", "peak RSS threads / one worker / process tree",
+                   "intermediate bytes on disk"], rows), cs)]
+    if prepared(doc):
+        rows = [[workload_name(c["describe"]), cell(summary(c, "threads (prepared)", "wall_s")),
+                 cell(summary(c, "processes (prepared)", "wall_s")),
+                 cell(ratio(c, "processes (prepared)/threads (prepared)"))] for c in cs]
+        out.append(("Prepared variant (not what a user sees): page cache dropped, memory "
+                    "pre-touched", table(["workload", "threads s", "processes s",
+                                          "processes / threads"], rows), cs))
+    return out
+
+
+def mpi_tables(doc):
+    cs = cases(doc, "W")
+    rows = [[workload_name(c["describe"]), cell(summary(c, "threads", "wall_s")),
+             f"{cell(summary(c, 'mpi', 'wall_s'))} ({cell(summary(c, 'mpi', 'compute_s'))})",
+             f"{cell(ratio(c, 'mpi/threads'))} ({cell(ratio(c, 'mpi/threads:compute_s'))})",
+             f"{num(median(c, 'threads', 'peak_rss_bytes') / MB, 0)} / "
+             f"{num(median(c, 'mpi', 'max_rss_process_bytes') / MB, 0)} / "
+             f"{num(median(c, 'mpi', 'tree_rss_sampled_peak_bytes') / MB, 0)} MB",
+             size(max((summary(c, e, "intermediate_bytes_written") or {}).get("max") or 0
+                      for e in ("threads", "mpi")))] for c in cs]
+    launcher = cases(doc, "mpirun")
+    title = "Executors: `threads` (2 workers) against `mpi` (`mpirun -np 2 --mca pml ob1`)"
+    if launcher:
+        title += (f"; `mpirun -np 2 /bin/true` alone takes "
+                  f"{cell(summary(launcher[0], 'mpirun', 'wall_s'))} s")
+    return [(title, table(["workload", "threads s", "mpi s (compute s)",
+                           "mpi / threads (compute)", "peak RSS threads / one rank / job",
+                           "intermediate bytes on disk"], rows), cs + launcher)]
+
+
+def s3_tables(doc):
+    [case] = cases(doc, "s3")
+    d = case["describe"]
+    pairs = {"strata up": "strata up/curl PUT", "strata up one PUT": "strata up one PUT/curl PUT",
+             "strata down": "strata down/curl GET"}
+    rows = []
+    for n in case["contenders"]:
+        t = summary(case, n, "wall_s")
+        rows.append([d["labels"].get(n, n), cell(t),
+                     num(d["stored_bytes"] / t["median"] / MB, 0) if t and t["median"] else "–",
+                     cell(ratio(case, pairs[n])) if n in pairs else "1.00"])
+    title = (f"`strata copy` local → S3 → local of the {size(d['logical_bytes'])} seed array "
+             f"({d['files']} files, {size(d['stored_bytes'])} stored) through s3rver on "
+             f"127.0.0.1, against curl ({d['workers']} transfers at once); the server's CPU "
+             "counts as the workload's")
+    return [(title, table(["workload", "median s", "MB/s (stored)", "time vs curl"], rows),
+             [case])]
+
+
+RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
+             "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
+             "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables}
+ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy"]
+
+
+def refuse_reason(doc):
+    p = doc.get("protocol", {})
+    if doc.get("smoke"):
+        return "a --smoke run (1 rep, tiny sizes, no disturbance check)"
+    if not doc.get("complete"):
+        return "an incomplete run"
+    if not p.get("check", False):
+        return "a run without the disturbance check"
+    if (p.get("reps") or 0) < 5:
+        return f"{p.get('reps')} reps (the protocol needs at least 5)"
+    return None
+
+
+def render(doc, draft=False):
+    name = doc.get("benchmark")
+    if name not in RENDERERS:
+        raise Refused(f"no table for benchmark {name!r} (known: {', '.join(ORDER)})")
+    why = refuse_reason(doc)
+    if why and not draft:
+        raise Refused(f"{name}: {why}: not a result for the README (--draft to see it anyway)")
+    parts = []
+    for title, md, cs in RENDERERS[name](doc):
+        head = f"**{title}**" + (f" — DRAFT ({why})" if why else "")
+        parts.append(f"{head}\n\n{md}\n\n{footer(doc, cs)}\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------
+# The cliff chart.
+
+def cliff_svg(doc, path):
+    pts = cases(doc, "W5")
+    if not pts:
+        raise Refused("no W5 cases in this document")
+    cl = doc.get("cliff", {})
+    W, H, L, R, T, B = 640, 400, 70, 150, 40, 60
+    xs = [p["describe"]["size_over_total_system_mem"] for p in pts]
+    series = [("strata", "#1f77b4"), ("bound", "#2ca02c"), ("dask", "#d62728")]
+    ys = [summary(p, c, "s_per_gb")["max"] for p in pts for c, _ in series
+          if summary(p, c, "s_per_gb")]
+    xmax = max(xs) * 1.05
+    ymax = max(ys) * 1.15
+    sx = lambda x: L + (W - L - R) * x / xmax  # noqa: E731
+    sy = lambda y: H - B - (H - T - B) * y / ymax  # noqa: E731
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+         f'font-family="sans-serif" font-size="12">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{L}" y="22" font-size="14">Rechunk cliff (W5): seconds per GB vs array size / '
+         f'total_system_mem ({cl.get("total_system_mem")}), allowed_mem '
+         f'{cl.get("allowed_mem")}</text>',
+         f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>']
+    x = 0.0
+    while x <= xmax:
+        o.append(f'<line x1="{sx(x):.1f}" y1="{H - B}" x2="{sx(x):.1f}" y2="{H - B + 5}" '
+                 f'stroke="black"/><text x="{sx(x):.1f}" y="{H - B + 18}" '
+                 f'text-anchor="middle">{x:g}</text>')
+        x += 0.5
+    ystep = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50) if ymax / v <= 8][0]
+    y = 0.0
+    while y <= ymax:
+        o.append(f'<line x1="{L - 5}" y1="{sy(y):.1f}" x2="{W - R}" y2="{sy(y):.1f}" '
+                 f'stroke="#ddd"/><text x="{L - 8}" y="{sy(y) + 4:.1f}" '
+                 f'text-anchor="end">{y:g}</text>')
+        y += ystep
+    o.append(f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle">array size / '
+             f'total_system_mem</text>')
+    o.append(f'<text x="{L - 8}" y="{H - B + 30}" text-anchor="end" font-size="9" '
+             f'fill="#888">load</text>')
+    plan0 = pts[0].get("strata_run_plan") or {}
+    ram = re.search(r"([0-9.]+) ([GM])B", plan0.get("ram_for_intermediates", ""))
+    tsm = cl.get("total_system_mem_bytes")
+    if ram and tsm:  # where the exchange stops fitting in the RAM tier
+        xr = float(ram.group(1)) * (GB if ram.group(2) == "G" else MB) / tsm
+        o.append(f'<line x1="{sx(xr):.1f}" y1="{T}" x2="{sx(xr):.1f}" y2="{H - B}" '
+                 f'stroke="#999" stroke-dasharray="4,3"/><text x="{sx(xr) + 4:.1f}" y="{T + 12}" '
+                 f'font-size="10" fill="#666">RAM tier full ({ram.group(0)})</text>')
+    o.append(f'<text x="18" y="{(T + H - B) / 2}" text-anchor="middle" '
+             f'transform="rotate(-90 18 {(T + H - B) / 2})">wall seconds per GB</text>')
+    for i, (c, color) in enumerate(series):
+        cp = [(p["describe"]["size_over_total_system_mem"], summary(p, c, "s_per_gb"), p)
+              for p in pts if summary(p, c, "s_per_gb")]
+        if not cp:
+            continue
+        o.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'.format(
+            color, " ".join(f"{sx(a):.1f},{sy(s['median']):.1f}" for a, s, _ in cp)))
+        for a, s, p in cp:
+            o.append(f'<line x1="{sx(a):.1f}" y1="{sy(s["min"]):.1f}" x2="{sx(a):.1f}" '
+                     f'y2="{sy(s["max"]):.1f}" stroke="{color}"/>')
+            o.append(f'<circle cx="{sx(a):.1f}" cy="{sy(s["median"]):.1f}" r="4" fill="{color}"/>')
+            if c == "strata":
+                plan = p.get("strata_run_plan") or {}
+                tiers = {t["tier"] for t in plan.get("tiers", {}).values()}
+                note = " ".join(plan.get("rechunk_op", []))
+                tier = "spill" if "spill" in note else ("RAM" if tiers == {"memory"} else
+                                                        ",".join(sorted(tiers)) or "?")
+                o.append(f'<text x="{sx(a):.1f}" y="{sy(s["max"]) - 8 - 11 * (pts.index(p) % 2):.1f}" '
+                         f'text-anchor="middle" font-size="10" fill="{color}">{tier}</text>')
+                load = median(p, c, "load_1min_before")
+                o.append(f'<text x="{sx(a):.1f}" y="{H - B + 30}" text-anchor="middle" '
+                         f'font-size="9" fill="#888">{num(load, 1)}</text>')
+        ly = T + 20 + 18 * i
+        o.append(f'<line x1="{W - R + 15}" y1="{ly}" x2="{W - R + 35}" y2="{ly}" stroke="{color}" '
+                 f'stroke-width="2"/><text x="{W - R + 40}" y="{ly + 4}">{c}</text>')
+    for k, line in enumerate(["median and min-max", "of the kept reps;", "labels: where the",
+                              "exchanged pieces went", "(RAM, or RAM + spill", "to local disk)",
+                              "grey: median 1-min", "load avg before runs"]):
+        o.append(f'<text x="{W - R + 15}" y="{T + 80 + 13 * k}" font-size="10">{line}</text>')
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--all", action="store_true",
+                    help="every bench/results/<name>.json of a known benchmark, in README order")
+    ap.add_argument("--draft", action="store_true",
+                    help="render smoke, incomplete or under-5-rep runs, marked DRAFT")
+    ap.add_argument("--svg", help="draw the W5 cliff chart of the (rechunk) document here")
+    args = ap.parse_args(argv)
+    files = list(args.files)
+    if args.all:
+        files += [os.path.join(HERE, "results", f"{n}.json") for n in ORDER
+                  if os.path.exists(os.path.join(HERE, "results", f"{n}.json"))]
+    if not files:
+        ap.error("no JSON files given")
+    status = 0
+    for f in files:
+        with open(f) as fh:
+            doc = json.load(fh)
+        try:
+            print(render(doc, draft=args.draft))
+            if args.svg and doc.get("benchmark") == "rechunk":
+                cliff_svg(doc, args.svg)
+        except Refused as e:
+            print(f"report.py: {f}: {e}", file=sys.stderr)
+            status = 2
+        except KeyError as e:
+            print(f"report.py: {f}: not a protocol document ({e} missing); re-run the "
+                  "benchmark (bench/README.md)", file=sys.stderr)
+            status = 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Unit tests of bench/report.py on documents made by the protocol with a fake
+machine (protocol_test's): the cells come from the JSON, ratios are per rep,
+and results that are not results are refused.
+
+    /usr/bin/python3 -m pytest -q bench/report_test.py
+"""
+import argparse
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol as P  # noqa: E402
+import protocol_test as PT  # noqa: E402
+import report  # noqa: E402
+
+
+def fake_bench(tmp_path, name, walls, smoke=False, reps=5):
+    proto, m, r = PT.make(walls, reps=reps, check=not smoke, smoke=smoke)
+    args = argparse.Namespace(reps=reps, max_redos=2, threshold_cores=0.1, quiet_wait=0.0,
+                              prepared=False, smoke=smoke, out=str(tmp_path / f"{name}.json"))
+    return P.Bench(name, args, scratch=str(tmp_path), protocol=proto)
+
+
+def with_extra(name, **extra):
+    return P.Contender(name, ["true"], finish=lambda run, done: run["extra"].update(extra))
+
+
+def rechunk_doc(tmp_path, **kw):
+    with fake_bench(tmp_path, "rechunk", {"bound": 0.8, "strata": 0.6, "dask": 3.0}, **kw) as b:
+        b.case("W1", [with_extra("bound"), with_extra("strata", intermediate_bytes_written=0),
+                      with_extra("dask")],
+               ratios=[("dask", "strata"), ("strata", "bound")],
+               describe={"workload": "W1", "shape": [10000, 10000],
+                         "source_chunks": [10000, 1000], "target_chunks": [1000, 10000],
+                         "allowed_mem": "400MB"})
+        b.doc["cliff"] = {"shape": "(R, 20000) float64", "source_chunks": "(R, 500)",
+                          "target_chunks": [500, 20000], "total_system_mem": "2GB",
+                          "allowed_mem": "400MB", "total_system_mem_bytes": 2 * 10**9}
+        for frac in (0.5, 1.0):
+            b.case(f"W5 {frac:g}x", [with_extra("bound", s_per_gb=0.5),
+                                     with_extra("strata", s_per_gb=0.6 * frac,
+                                                intermediate_bytes_written=int(frac * 1e9))],
+                   ratios=[("strata", "bound")],
+                   describe={"workload": "W5", "size_over_total_system_mem": frac,
+                             "size_gb": 2 * frac})
+    return json.load(open(b.out))
+
+
+def test_rechunk_table_cells_come_from_the_json(tmp_path):
+    doc = rechunk_doc(tmp_path)
+    md = report.render(doc)
+    w1 = next(l for l in md.splitlines() if l.startswith("| W1"))
+    cells = [c.strip() for c in w1.strip("|").split("|")]
+    assert cells[0] == "W1: 10000² f8, (10000,1000) → (1000,10000), 400MB"
+    assert cells[1] == "0.60 (0.60–0.60)"    # strata s
+    assert cells[2] == "3.00 (3.00–3.00)"    # dask s
+    assert cells[3] == "5.00 (5.00–5.00)"    # dask / strata, per rep
+    assert cells[5] == "0.75 (0.75–0.75)"    # strata / bound
+    assert cells[7] == "0"                   # intermediate bytes
+    assert "5 reps, contenders interleaved in rotated order" in md
+    assert "0 disturbed reps discarded" in md
+    assert "The cliff (W5)" in md
+    row = next(l for l in md.splitlines() if l.startswith("| 1 |"))
+    assert "1.00 GB" in row
+
+
+def test_smoke_and_short_runs_are_refused_unless_draft(tmp_path):
+    doc = rechunk_doc(tmp_path, smoke=True, reps=1)
+    with pytest.raises(report.Refused, match="smoke"):
+        report.render(doc)
+    md = report.render(doc, draft=True)
+    assert "DRAFT" in md
+    doc = rechunk_doc(tmp_path, reps=3)
+    with pytest.raises(report.Refused, match="3 reps"):
+        report.render(doc)
+
+
+def test_an_old_document_is_refused_with_a_clear_message(tmp_path, capsys):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"benchmark": "rechunk (issue 4)", "workloads": []}))
+    assert report.main([str(path)]) == 2
+    assert "no table for benchmark 'rechunk (issue 4)'" in capsys.readouterr().err
+
+
+def test_failed_checks_are_in_the_table(tmp_path):
+    doc = rechunk_doc(tmp_path)
+    doc["cases"][0]["checks"] = {"dask": "FAILED: 3 differences"}
+    assert "**Output checks failed:** W1: dask: FAILED: 3 differences" in report.render(doc)
+
+
+def test_cliff_svg(tmp_path):
+    doc = rechunk_doc(tmp_path)
+    out = tmp_path / "cliff.svg"
+    report.cliff_svg(doc, str(out))
+    text = out.read_text()
+    assert text.startswith("<svg") and "polyline" in text and "strata" in text
+
+
+def test_cell_formats():
+    assert report.cell({"median": 1.234, "min": 1.0, "max": 2.0, "n": 5}) == "1.23 (1.00–2.00)"
+    assert report.cell({"median": 1.234, "min": 1.234, "max": 1.234, "n": 1}) == "1.23"
+    assert report.cell(None) == "–"
+    assert report.cell({"median": 15806.0, "min": 15000.0, "max": 16000.0, "n": 5},
+                       digits=0) == "15806 (15000–16000)"
+    assert report.size(3768 * 10**6) == "3.77 GB"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every benchmark behind the README's tables under the protocol
+# (bench/README.md), in README order, then prints the tables. Needs a quiet
+# machine, a release build and scripts/install-deps.sh; about an hour.
+# Stops at the first benchmark that fails (exit 3: not enough undisturbed reps).
+#   bench/run_all.sh            # the README's figures
+#   bench/run_all.sh --smoke    # every script end to end on tiny sizes (~2 min)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py=/usr/bin/python3
+$py bench/codec.py "$@"
+$py bench/copy_bench.py --prepared "$@"
+$py bench/quadratic_means.py "$@"
+$py bench/rechunk.py --prepared "$@"
+$py bench/processes.py "$@"
+$py bench/mpi.py "$@"
+$py bench/s3_copy.py "$@"
+if [[ " $* " == *" --smoke "* ]]; then
+  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,s3_copy}.json
+else
+  $py bench/report.py --all --svg bench/results/rechunk_cliff.svg
+fi
