@@ -218,7 +218,11 @@ Array concat(const std::vector<Array>& arrays, int axis = 0);
 Array stack(const std::vector<Array>& arrays, int axis = 0);
 Array flip(const Array& x, std::vector<int> axes = {});
 Array reshape(const Array& x, Shape shape);
-Array rechunk(const Array& x, Shape chunks);
+// New chunks, same data. How the data moves (one exchange through RAM, or
+// rechunker's stages through disk or an object store) is the planner's
+// choice; `min_mem` is the smallest intermediate chunk a stage may store
+// (default max_mem / 20, as in Cubed).
+Array rechunk(const Array& x, Shape chunks, ByteSize min_mem = {});
 
 // ------------------------------------------------------------------- indexing
 

@@ -39,7 +39,9 @@ const std::shared_ptr<const Spec>& Array::spec() const {
   return node_ && node_->spec ? node_->spec : kDefault;
 }
 
-Array Array::rechunk(Shape chunks) const { return strata::rechunk(*this, std::move(chunks)); }
+Array Array::rechunk(Shape chunks, ByteSize min_mem) const {
+  return strata::rechunk(*this, std::move(chunks), std::move(min_mem));
+}
 Array Array::astype(DType dtype) const { return strata::astype(*this, dtype); }
 Array Array::reshape(Shape shape) const { return strata::reshape(*this, std::move(shape)); }
 Array Array::T() const { return strata::transpose(*this); }

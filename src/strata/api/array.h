@@ -52,7 +52,7 @@ class Array {
   const std::shared_ptr<const Spec>& spec() const;
 
   // Shorthands for the free functions of the same names.
-  Array rechunk(Shape chunks) const;
+  Array rechunk(Shape chunks, ByteSize min_mem = {}) const;
   Array astype(DType dtype) const;
   Array reshape(Shape shape) const;
   Array T() const;  // reverses the axes

@@ -38,8 +38,7 @@ ArrayView DropLeadingAxis(const ArrayView& v) {
 // Blocks merged per combine round: as many states as fit in the budget with
 // their gathered copy and the output ((2 s + 1) states), 2..16.
 int ChooseGroupSplitEvery(int64_t state_block_bytes, const Spec& spec) {
-  Result<ResolvedSpec> r = ResolveSpec(spec);
-  const int64_t budget = r.ok() ? r->allowed_mem - r->reserved_mem : kDefaultAllowedMem;
+  const int64_t budget = internal_api::TaskMemoryBudget(spec);
   const int64_t fit = (budget / std::max<int64_t>(1, state_block_bytes) - 1) / 2;
   return static_cast<int>(std::clamp<int64_t>(fit, 2, 16));
 }
@@ -110,8 +109,9 @@ Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in,
   const int64_t state_block_bytes =
       *state_elements > max_bytes ? std::numeric_limits<int64_t>::max() / 5
                                   : *state_elements * sdt.size();
-  if (Result<ResolvedSpec> spec = ResolveSpec(*x.spec()); spec.ok()) {
-    const int64_t budget = spec->allowed_mem - spec->reserved_mem;
+  {
+    const ResolvedSpec spec = ResolveSpecLocally(*x.spec());
+    const int64_t budget = TaskBudget(spec);
     if (states_at_once * state_block_bytes > budget) {
       const std::string merge =
           states_at_once > 1
@@ -123,7 +123,7 @@ Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in,
           "over allowed_mem {} less reserved_mem {}; use smaller chunks along the other axes "
           "(now {}) or fewer groups",
           NumElements(other), G, W, sdt.name(), FormatBytes(state_block_bytes), merge,
-          FormatBytes(spec->allowed_mem), FormatBytes(spec->reserved_mem), ShapeToString(other)));
+          FormatBytes(spec.allowed_mem), FormatBytes(spec.reserved_mem), ShapeToString(other)));
     }
   }
 

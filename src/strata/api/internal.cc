@@ -6,7 +6,6 @@
 
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
-#include "strata/plan/rechunk_plan.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata::internal_api {
@@ -95,11 +94,7 @@ Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, 
     return ChunkGrid::Regular(shape, clipped);
   }
   // Auto: whole trailing axes, split the leading ones to fit the target.
-  int64_t allowed = kDefaultAllowedMem;
-  if (spec.allowed_mem.is_set()) {
-    Result<int64_t> r = spec.allowed_mem.Resolve("allowed_mem");
-    if (r.ok()) allowed = *r;
-  }
+  const int64_t allowed = ResolveSpecLocally(spec).allowed_mem;
   const int64_t target = std::max<int64_t>(allowed / 8, 1 << 20);
   Shape c = shape;
   for (Index& d : c) d = std::max<Index>(d, 1);
@@ -182,115 +177,14 @@ Array ScalarArray(const Scalar& value, DType dtype, std::shared_ptr<const Spec> 
   return Array(MakeNode(std::move(node)));
 }
 
-namespace {
-
-// One exchange from x's grid to `grid`: each output block gathers the slices
-// of the input blocks it overlaps.
-Array ExchangeTo(const Array& x, const ChunkGrid& grid, std::string note) {
-  const int rank = x.ndim();
-  InputMap map;
-  for (int i = 0; i < rank; ++i) map.axes.push_back(AxisMap::Overlap(i, grid, x.chunks(), i));
-  const DType dtype = x.dtype();
-  // The executor gathers exchanges itself (straight from the input's tier);
-  // this function serves callers that hand it whole input blocks.
-  BlockFunction fn = [dtype](const BlockRequest& r) -> Result<NDArray> {
-    return Assemble(r, 0, r.box, dtype);
-  };
-  return MakeBlockwise("rechunk", x.shape(), dtype, grid, {x}, {std::move(map)}, std::move(fn), 0,
-                       x.spec(), NodeKind::kExchange,
-                       [&](Node& node) { node.note = std::move(note); });
-}
-
-// Rough costs of moving intermediate bytes through local disk, to choose
-// between spilling a one-stage exchange and rechunker's multistage plan.
-constexpr double kDiskBytesPerSecond = 1e9;
-constexpr double kSecondsPerIoOp = 50e-6;
-
-}  // namespace
-
-Array RechunkToGrid(const Array& x, const ChunkGrid& grid) {
+Array RechunkToGrid(const Array& x, const ChunkGrid& grid, int64_t min_mem) {
   if (!x.ok()) return x;
   if (x.chunks() == grid) return x;
-  const Node& src = *x.node();
-  // A virtual array (zeros, arange, random) is computed in any chunking:
-  // nothing moves.
-  if (src.kind == NodeKind::kVirtual && src.virtual_fill) {
-    return MakeVirtual(src.op_name, x.shape(), grid, x.dtype(), x.spec(), src.virtual_fill);
-  }
-  Result<ResolvedSpec> spec = ResolveSpec(*x.spec());
-  if (!spec.ok() || !x.chunks().is_regular() || !grid.is_regular() || x.ndim() == 0) {
-    return ExchangeTo(x, grid, "exchange");
-  }
-  const Shape& shape = x.shape();
-  const int64_t itemsize = x.dtype().size();
-  const int64_t bytes = x.nbytes();
-  const Shape source = x.chunks().chunk_shape();
-  const Shape target = grid.chunk_shape();
-  const int64_t pieces = ExchangePieces(shape, source, target);
-  const int64_t ram = std::max<int64_t>(
-      0, spec->total_system_mem - static_cast<int64_t>(spec->workers) * spec->allowed_mem);
-
-  // rechunker's multistage plan, with DESIGN.md's memory split.
-  const int read_copies = src.zarr ? src.zarr->codec().read_copies() : 0;
-  const int write_copies = 1;
-  int64_t max_mem = (spec->allowed_mem - spec->reserved_mem) / (3 + read_copies + write_copies);
-  // Strata's stage tasks hold only their output block (slices are read
-  // straight into it), so a stage may move chunks as large as the ends.
-  max_mem = std::max({max_mem, x.node()->max_block_bytes(),
-                      grid.max_block_elements() * itemsize});
-  Result<MultistagePlan> multi =
-      PlanMultistage(shape, source, target, itemsize, max_mem / 20, max_mem);
-  if (!multi.ok()) return ExchangeTo(x, grid, "exchange");
-  const std::vector<Shape> stages = IntermediateChunkShapes(*multi, source, target);
-
-  const TierChoice tier = spec->tier;
-  bool multistage = tier == TierChoice::kDisk || tier == TierChoice::kObject;
-  std::string why;
-  if (tier == TierChoice::kMemory || tier == TierChoice::kSpill) {
-    why = fmt::format("one-stage exchange ({} tier forced)", TierChoiceName(tier));
-  } else if (multistage) {
-    why = fmt::format("multistage on the {} tier ({} forced): {}", TierChoiceName(tier),
-                      TierChoiceName(tier), multi->reason);
-  } else if (bytes <= ram) {
-    why = fmt::format("one-stage exchange in RAM: {} fits in {} left after {} x allowed_mem",
-                      FormatBytes(bytes), FormatBytes(ram), spec->workers);
-  } else {
-    // Spilling writes and reads back the excess once, in whole blocks, and
-    // reads a share of the pieces from disk; multistage writes and reads the
-    // whole array once per stored stage (the published source included).
-    const double excess = static_cast<double>(bytes - ram);
-    const double spill = 2 * excess / kDiskBytesPerSecond +
-                         pieces * (excess / static_cast<double>(bytes)) * kSecondsPerIoOp;
-    const double stored = 1.0 + static_cast<double>(stages.size());
-    const double staged = 2 * stored * static_cast<double>(bytes) / kDiskBytesPerSecond +
-                          static_cast<double>(multi->io_ops) * kSecondsPerIoOp;
-    multistage = staged < spill;
-    why = fmt::format(
-        "{} exceeds the {} of RAM left: {} (estimated {:.1f} s spilling {} with {} pieces vs "
-        "{:.1f} s for {} stored stage{} with {} IO ops)",
-        FormatBytes(bytes), FormatBytes(ram),
-        multistage ? "multistage on disk" : "one-stage exchange spilling per block", spill,
-        FormatBytes(static_cast<int64_t>(excess)), pieces, staged, stored, stored == 1 ? "" : "s",
-        multi->io_ops);
-  }
-  if (!multistage) return ExchangeTo(x, grid, why);
-  Array a = x;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    Result<ChunkGrid> g = ChunkGrid::Regular(shape, stages[s]);
-    if (!g.ok()) return Array::FromStatus(g.status().WithContext("rechunk"));
-    a = ExchangeTo(a, *g, fmt::format("stage {} of {}: {}", s + 1, stages.size() + 1, why));
-  }
-  return ExchangeTo(a, grid,
-                    stages.empty() ? why
-                                   : fmt::format("stage {} of {}", stages.size() + 1,
-                                                 stages.size() + 1));
+  // How the data moves is the planner's decision (plan/lower_rechunk.cc).
+  return Array(MakeRechunk(x.node(), grid, min_mem));
 }
 
-int64_t TaskMemoryBudget(const Spec& spec) {
-  Result<ResolvedSpec> r = ResolveSpec(spec);
-  if (!r.ok()) return kDefaultAllowedMem - kDefaultReservedMem;
-  return r->allowed_mem - r->reserved_mem;
-}
+int64_t TaskMemoryBudget(const Spec& spec) { return TaskBudget(ResolveSpecLocally(spec)); }
 
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype) {
   const auto& blocks = request.inputs[input];

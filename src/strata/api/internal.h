@@ -68,8 +68,9 @@ using ElementwiseKernel =
 Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype,
                       ElementwiseKernel kernel, int64_t extra_mem = 0);
 
-// Rechunks to an exact grid (possibly rectilinear).
-Array RechunkToGrid(const Array& x, const ChunkGrid& grid);
+// Rechunks to an exact grid (possibly rectilinear): a logical rechunk node
+// the planner lowers. `min_mem` as Node::rechunk_min_mem.
+Array RechunkToGrid(const Array& x, const ChunkGrid& grid, int64_t min_mem = -1);
 
 // A blockwise node from parts (fills id and name). `decorate` may set the
 // node's optional fields (region_fn, virtual_fill, streams_input) first.
@@ -79,8 +80,9 @@ Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
                     NodeKind kind = NodeKind::kBlockwise,
                     const std::function<void(Node&)>& decorate = nullptr);
 
-// Bytes one task may use for chunks and scratch: allowed_mem - reserved_mem of
-// `spec` (the defaults' when the spec does not resolve; plan() reports that).
+// Bytes one task may use for chunks and scratch: TaskBudget of `spec`
+// resolved locally (the defaults' when it does not resolve; plan() reports
+// that).
 int64_t TaskMemoryBudget(const Spec& spec);
 
 // Copies the input blocks of `request.inputs[input]` into one contiguous

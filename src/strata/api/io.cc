@@ -74,11 +74,17 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options,
   return std::move(out[0]);
 }
 
-Array rechunk(const Array& x, Shape chunks) {
+Array rechunk(const Array& x, Shape chunks, ByteSize min_mem) {
   if (!x.ok()) return x;
   Result<ChunkGrid> grid = internal_api::GridFor(x.shape(), chunks, x.dtype(), *x.spec(), "rechunk");
   if (!grid.ok()) return Array::FromStatus(grid.status());
-  return internal_api::RechunkToGrid(x, *grid);
+  int64_t min_bytes = -1;
+  if (min_mem.is_set()) {
+    Result<int64_t> r = min_mem.Resolve("rechunk min_mem");
+    if (!r.ok()) return Array::FromStatus(r.status());
+    min_bytes = *r;
+  }
+  return internal_api::RechunkToGrid(x, *grid, min_bytes);
 }
 
 }  // namespace strata

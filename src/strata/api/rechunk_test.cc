@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -19,7 +18,6 @@
 #include "strata/api/test_util.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
-#include "strata/plan/rechunk_plan.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 
@@ -80,45 +78,10 @@ void WriteSource(const std::string& path, const Shape& shape, const Shape& chunk
   ASSERT_TRUE(r.ok()) << r.status().ToString();
 }
 
-TEST(RechunkPlanTest, SingleStageIoOpsCountsPieces) {
-  // Chunks of 2 copied into chunks of 3 over 6 elements: [0,2) [2,3) [3,4) [4,6).
-  EXPECT_EQ(SingleStageIoOps({6}, {2}, {3}), 4);
-  EXPECT_EQ(SingleStageIoOps({6, 4}, {2, 4}, {3, 1}), 16);
-  EXPECT_EQ(SingleStageIoOps({7}, {7}, {7}), 1);
-  EXPECT_EQ(ExchangePieces({10000, 10000}, {10000, 1000}, {1000, 10000}), 100);
-}
-
-TEST(RechunkPlanTest, ConsolidateGrowsLastAxisFirstWithinMemory) {
-  Result<Shape> c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 10 * 50);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(*c, (Shape{10, 50}));
-  c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 100 * 100);
-  EXPECT_EQ(*c, (Shape{100, 100}));
-  c = ConsolidateChunks({100, 100}, {10, 10}, 8, 8 * 100 * 100, {20, 30});
-  EXPECT_EQ(*c, (Shape{20, 30}));
-  EXPECT_FALSE(ConsolidateChunks({100}, {100}, 8, 100).ok());
-}
-
-TEST(RechunkPlanTest, SeedIsOneStageAndEra5IsMultistageAndFast) {
-  Result<MultistagePlan> seed =
-      PlanMultistage({10000, 10000}, {10000, 1000}, {1000, 10000}, 8, 4'000'000, 80'000'000);
-  ASSERT_TRUE(seed.ok()) << seed.status().ToString();
-  EXPECT_EQ(seed->stages.size(), 1u) << seed->reason;
-
-  // Cubed's ERA5 case: 350640 x 721 x 1440 float32, (31, 721, 1440) -> (350640, 10, 10).
-  auto start = std::chrono::steady_clock::now();
-  Result<MultistagePlan> era5 = PlanMultistage({350640, 721, 1440}, {31, 721, 1440},
-                                               {350640, 10, 10}, 4, 2'000'000'000 / 4 / 20,
-                                               2'000'000'000 / 4);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_TRUE(era5.ok()) << era5.status().ToString();
-  EXPECT_GT(era5->stages.size(), 1u) << era5->reason;
-  EXPECT_LT(seconds, 1.0);
-  for (const RechunkStage& s : era5->stages) {
-    EXPECT_LE(4 * NumElements(s.intermediate), 2'000'000'000 / 4);
-  }
-  // The whole plan of the rechunk, disk tier forced, from metadata alone: no
-  // chunk of the source exists.
+// Cubed's ERA5 case through the public API, disk tier forced, from metadata
+// alone: no chunk of the source exists, and planning writes nothing. (The
+// plan itself is golden in plan/plan_golden_test.cc.)
+TEST(RechunkPlanTest, Era5PlansFromMetadataAlone) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() + "/era5.zarr");
   std::ofstream(dir.path() + "/era5.zarr/.zarray")
@@ -129,22 +92,22 @@ TEST(RechunkPlanTest, SeedIsOneStageAndEra5IsMultistageAndFast) {
   spec.allowed_mem = "2.5GB";
   spec.tier = TierChoice::kDisk;
   spec.work_dir = dir.path() + "/work";
-  start = std::chrono::steady_clock::now();
   Result<std::shared_ptr<const Plan>> p = plan(
       {to_zarr(from_zarr(dir.path() + "/era5.zarr", spec).rechunk({350640, 10, 10}),
                dir.path() + "/out.zarr")});
-  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   int exchanges = 0;
   for (const PlannedOp& op : (*p)->ops()) {
     if (op.node->kind != NodeKind::kExchange) continue;
     ++exchanges;
-    if (!op.consumers.empty()) EXPECT_EQ(op.tier, Tier::kDisk);
+    if (!op.consumers.empty()) {
+      EXPECT_EQ(op.tier, Tier::kDisk);
+    }
     EXPECT_LE(op.projected_mem, 2'500'000'000);
   }
   EXPECT_GT(exchanges, 1) << (*p)->ToText();
-  EXPECT_LT(seconds, 1.0) << "planning took " << seconds << " s";
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out.zarr"));
+  EXPECT_FALSE(std::filesystem::exists(spec.work_dir));
 }
 
 struct TierCase {
@@ -228,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(Executors, RechunkTest, ::testing::ValuesIn(kExecutors)
 
 // The tier each case uses is the one asked for, and the bytes written match.
 // (Large enough that the spill case spills on processes too: its shared-memory
-// store keeps at least 1 MiB in RAM.)
+// store keeps at least 1 MiB in RAM. allowed_mem small enough that on disk
+// the array takes more than one block of rechunker's max_mem, so that a stage
+// stores it: a rechunk that fits one copy block needs no intermediate.)
 // TODO(issue 5): processes spills whole blocks, least recently used first,
 // where threads spills only each block's excess; here every target block
 // reads every source block, so processes ends up writing each one once.
@@ -238,7 +203,7 @@ TEST_P(RechunkTest, TiersWriteWhatTheySay) {
   WriteSource(dir.path() + "/src.zarr", shape, {400, 60}, 7);
   for (TierChoice tier : {TierChoice::kMemory, TierChoice::kSpill, TierChoice::kDisk}) {
     Spec spec;
-    spec.allowed_mem = "16MB";
+    spec.allowed_mem = "4MB";
     spec.reserved_mem = "1MB";
     spec.workers = 2;
     spec.tier = tier;

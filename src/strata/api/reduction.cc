@@ -25,8 +25,7 @@ bool NeedsIdentity(ReduceOp op) {
 // states fit in the budget with room for its output.
 int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, const Spec& spec) {
   if (requested >= 2) return requested;
-  Result<ResolvedSpec> r = ResolveSpec(spec);
-  int64_t budget = r.ok() ? r->allowed_mem - r->reserved_mem : kDefaultAllowedMem;
+  const int64_t budget = internal_api::TaskMemoryBudget(spec);
   // Inputs + their gathered copy + the output.
   int64_t fit = budget / std::max<int64_t>(1, 3 * state_block_bytes);
   double per_axis = std::pow(static_cast<double>(std::max<int64_t>(fit, 2)), 1.0 / std::max(1, num_axes));

@@ -14,6 +14,7 @@ std::string_view NodeKindName(NodeKind kind) {
     case NodeKind::kMemorySource: return "memory-source";
     case NodeKind::kVirtual: return "virtual";
     case NodeKind::kBlockwise: return "blockwise";
+    case NodeKind::kRechunk: return "rechunk";
     case NodeKind::kExchange: return "exchange";
     case NodeKind::kStore: return "store";
   }
@@ -65,8 +66,25 @@ std::shared_ptr<const Node> MakeNode(Node node) {
   }
   STRATA_CHECK(node.grid.shape() == node.shape) << node.op_name;
   node.id = NextNodeId();
-  node.name = NodeName(node.id);
+  if (node.name.empty()) node.name = NodeName(node.id);
   return std::make_shared<const Node>(std::move(node));
+}
+
+std::shared_ptr<const Node> MakeRechunk(const std::shared_ptr<const Node>& input, ChunkGrid grid,
+                                        int64_t min_mem) {
+  Node node;
+  node.op_name = "rechunk";
+  node.kind = NodeKind::kRechunk;
+  node.shape = input->shape;
+  node.dtype = input->dtype;
+  InputMap map;
+  for (int i = 0; i < grid.rank(); ++i) map.axes.push_back(AxisMap::Overlap(i, grid, input->grid, i));
+  node.grid = std::move(grid);
+  node.inputs = {input};
+  node.maps = {std::move(map)};
+  node.rechunk_min_mem = min_mem;
+  node.spec = input->spec;
+  return MakeNode(std::move(node));
 }
 
 }  // namespace strata

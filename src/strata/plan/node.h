@@ -9,8 +9,12 @@
 //   kVirtual       computed from nothing per block (zeros, arange, random):
 //                  never stored, recomputed inside each consumer task
 //   kBlockwise     computed from input blocks (elementwise, reductions, ...)
-//   kExchange      a rechunk: each output block gathers pieces of the input
-//                  blocks it overlaps; never fused (it is where data moves)
+//   kRechunk       a rechunk as the API builds it: the target grid and
+//                  nothing decided; the planner lowers it (plan/lower_rechunk.cc)
+//                  into exchanges, or regenerates a virtual input
+//   kExchange      a lowered rechunk stage: each output block gathers the
+//                  pieces of the input blocks it overlaps; nothing is fused
+//                  into it (it is where data moves)
 //   kStore         writes its one input's blocks to a Zarr array
 //
 // Thread-safety: immutable once built; shared as std::shared_ptr<const Node>.
@@ -101,7 +105,15 @@ inline constexpr int64_t kStreamStripBytes = int64_t{1} << 20;
 // Returns the output block (shape == request.box.shape, dtype == the node's).
 using BlockFunction = std::function<Result<NDArray>(const BlockRequest&)>;
 
-enum class NodeKind { kZarrSource, kMemorySource, kVirtual, kBlockwise, kExchange, kStore };
+enum class NodeKind {
+  kZarrSource,
+  kMemorySource,
+  kVirtual,
+  kBlockwise,
+  kRechunk,
+  kExchange,
+  kStore
+};
 
 std::string_view NodeKindName(NodeKind kind);
 
@@ -125,8 +137,9 @@ struct Node {
   // and the most elements one strip of its input holds.
   bool streams_input = false;
   int64_t stream_strip_elements = 0;
-  // A planning note shown in the plan (a rechunk's strategy and why).
-  std::string note;
+  // kRechunk: the smallest stored chunk worth a stage (-1: the planner's
+  // default, max_mem / 20).
+  int64_t rechunk_min_mem = -1;
   // Scratch memory a task of this op needs beyond its inputs and output.
   int64_t extra_mem = 0;
   // kZarrSource: the array read.
@@ -147,8 +160,14 @@ struct Node {
 int64_t NextNodeId();
 std::string NodeName(int64_t id);
 
-// Builds a node, filling id and name; CHECKs that maps match inputs.
+// Builds a node, filling id and (unless given) name; CHECKs that maps match
+// inputs.
 std::shared_ptr<const Node> MakeNode(Node node);
+
+// A logical rechunk of `input` to `grid` (same shape); `min_mem` as
+// Node::rechunk_min_mem.
+std::shared_ptr<const Node> MakeRechunk(const std::shared_ptr<const Node>& input, ChunkGrid grid,
+                                        int64_t min_mem = -1);
 
 }  // namespace strata
 

@@ -1,29 +1,43 @@
 // The planner: from the arrays a user asks for to an executable Plan.
 //
-//   1. Collect the DAG of nodes reachable from the requested arrays, in
-//      topological order.
-//   2. Run optimizer passes, each named and switchable, each followed by
-//      CheckPlan:
-//        "fuse"  Cubed's fusion rules: a blockwise op with a single consumer
-//                that is not itself requested is computed inside its
-//                consumer's tasks, as long as the fused op reads <= 4 source
-//                arrays, <= 10 input blocks per task, and its projected
-//                memory stays within allowed_mem.
-//   3. Project each op's per-task memory (shared/DESIGN.md):
-//        reserved + inputs x (1 + read_copies) + extra + output x (1 + write_copies)
-//      computed recursively through fused ops (inputs are gathered in order;
-//      a fused input holds only its output once computed).
-//   4. Place each intermediate in a tier and say why: memory when it fits in
-//      the RAM left after every worker's task budget and the results; when it
-//      does not, memory that spills per block (only the excess goes to disk)
-//      unless no RAM is left at all, then disk.
-//   5. Refuse the plan if any task's projection exceeds allowed_mem.
+// The graph the API builds decides nothing: a rechunk is a logical node that
+// carries its target grid. BuildPlan resolves nothing itself either; it takes
+// the Spec resolved once (api/compute: plan()) and runs passes, each in its
+// own file and each followed, in debug builds, by a check of the plan's
+// invariants (CheckInvariants: DuckDB's optimizer verifies its plan after
+// every pass in the same way):
+//
+//   collect        the DAG reachable from the requested arrays, in
+//                  topological order; which ops run tasks (collect.cc)
+//   lower_rechunk  each logical rechunk becomes what moves its data: one
+//                  exchange through the memory tier (spilling per block at
+//                  the boundary), or rechunker's stages through the disk or
+//                  object tier, chosen against the capacity ledger; a virtual
+//                  source is regenerated in the new chunks (lower_rechunk.cc)
+//   fuse           Cubed's fusion rules: a blockwise op (or exchange) with a
+//                  single consumer that is not requested is computed inside
+//                  its consumer's tasks, if the group reads <= 4 source
+//                  arrays, <= 10 input blocks per task, and fits allowed_mem
+//                  (fuse.cc; switchable: PlanOptions::disabled_passes)
+//   place_tiers    the tier of every intermediate and why, from the same
+//                  ledger (place_tiers.cc)
+//   project_memory each op's per-task memory (memory_model.h)
+//   check          the memory contract: a task over allowed_mem refuses the
+//                  plan, naming the op (check.cc)
+//
+// One capacity ledger (capacity_ledger.h) holds the RAM left for
+// intermediates: total_system_mem - workers x allowed_mem - results. The
+// rechunk lowering claims from it first (its choice between one exchange and
+// a multistage rewrite depends on it); place_tiers places every other
+// intermediate from what is left, so a plan's tier column and its notes
+// always agree.
 //
 // Thread-safety: a Plan is immutable; share it.
 #ifndef STRATA_PLAN_PLANNER_H_
 #define STRATA_PLAN_PLANNER_H_
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -46,6 +60,15 @@ struct Dependency {
   InputMap map;
 };
 
+// Where an intermediate's blocks wait for their readers, and why.
+struct TierPlacement {
+  Tier tier = Tier::kNone;
+  std::string reason;
+  // Disk and object tiers: the chunks blocks are stored in when finer than
+  // the op's blocks (see PlannedOp::stored_grid).
+  std::optional<ChunkGrid> stored_grid;
+};
+
 struct PlannedOp {
   std::shared_ptr<const Node> node;
   int index = -1;
@@ -63,6 +86,13 @@ struct PlannedOp {
   int source_arrays = 0;                 // distinct non-virtual arrays read
   Tier tier = Tier::kNone;               // where its blocks are kept for consumers
   std::string tier_reason;
+  // Disk and object tiers: the chunks its blocks are stored in when finer
+  // than its blocks (a multistage rechunk stage stores rechunker's
+  // intermediate chunks); nullopt: its blocks as they are.
+  std::optional<ChunkGrid> stored_grid;
+  // What the planner decided about this op ("stage 2 of 4 of rechunk
+  // array-003: ...").
+  std::string note;
   bool is_output = false;  // returned by compute()
   int output_slot = -1;    // position in the requested list
   int64_t num_tasks() const { return materialized ? node->num_blocks() : 0; }
@@ -79,10 +109,14 @@ class Plan {
   const std::vector<PlannedOp>& ops() const { return ops_; }
   // Index in ops() of each requested array, in request order.
   const std::vector<int>& outputs() const { return outputs_; }
+  // The op computing `node`: its own, or for a node the planner rewrote (a
+  // logical rechunk) the op that took its place.
   const PlannedOp* Find(const Node* node) const;
   int IndexOf(const Node* node) const;
+  // Every node of the plan to its op (IndexOf as a map).
+  const std::unordered_map<const Node*, int>& index() const { return index_; }
   int64_t total_tasks() const;
-  // Notes on optimizer decisions ("fused array-002 (multiply) into ...").
+  // Notes on planning decisions ("fused array-002 (multiply) into ...").
   const std::vector<std::string>& decisions() const { return decisions_; }
   const std::vector<std::string>& passes_run() const { return passes_run_; }
   // Bytes of the results compute() returns (held in memory).
@@ -108,18 +142,14 @@ class Plan {
 };
 
 // Builds and checks a plan. InvalidArgument when a task cannot fit:
-// "op 'add' (array-003) projects 512 MB per task, over allowed_mem 400 MB".
+// "op 'add' (array-003) projects 512 MB per task, over allowed_mem 400 MB";
+// or for an unknown pass in `options`.
 Result<std::shared_ptr<const Plan>> BuildPlan(
     const std::vector<std::shared_ptr<const Node>>& outputs, const ResolvedSpec& spec,
     const PlanOptions& options = {});
 
-// Per-task projection of one op given which of its inputs are fused
-// (exposed for tests).
-int64_t ProjectTaskMemory(const Plan& plan, int op_index);
-
-// Cubed's fusion limits.
-inline constexpr int kMaxFusedSourceArrays = 4;
-inline constexpr int kMaxFusedInputBlocks = 10;
+// The passes PlanOptions::disabled_passes may name.
+inline constexpr std::string_view kOptionalPasses[] = {"fuse"};
 
 }  // namespace strata
 

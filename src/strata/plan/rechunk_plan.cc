@@ -27,7 +27,7 @@ Shape Clip(const Shape& shape, const Shape& chunks) {
 }
 
 // Pieces one axis is cut into when chunks of `in` are copied into chunks of
-// `out` along an axis of `size`.
+// `out` along an axis of `size` (rechunker's _count_intermediate_chunks).
 int64_t AxisSplits(Index in, Index out, Index size) {
   if (size == 0) return 0;
   const Index lcm = std::lcm(in, out);
@@ -42,28 +42,51 @@ int64_t AxisSplits(Index in, Index out, Index size) {
 }  // namespace
 
 Result<Shape> ConsolidateChunks(const Shape& shape, const Shape& chunks, int64_t itemsize,
-                                int64_t max_mem, const Shape& limits) {
-  Shape grown = Clip(shape, chunks);
-  const int64_t mem = itemsize * Product(grown);
+                                int64_t max_mem, const ChunkLimits& limits) {
+  const int rank = static_cast<int>(shape.size());
+  const Shape base = Clip(shape, chunks);
+  // The axes that may grow, and how far.
+  std::vector<std::optional<Index>> upper(rank);
+  for (int n = 0; n < rank; ++n) {
+    const Index extent = std::max<Index>(1, shape[n]);
+    if (limits.empty()) {
+      upper[n] = extent;
+      continue;
+    }
+    if (!limits[n]) continue;
+    const Index limit = *limits[n];
+    if (limit == kUpToExtent || limit > extent) {
+      upper[n] = extent;
+    } else if (limit >= base[n]) {
+      upper[n] = limit;
+    } else {
+      return InvalidArgumentError(fmt::format("chunk limit {} is below the chunk {} on axis {}",
+                                              limit, base[n], n));
+    }
+  }
+  const int64_t mem = itemsize * Product(base);
   if (mem > max_mem) {
     return InvalidArgumentError(fmt::format("a chunk {} of {} exceeds the rechunk's max_mem {}",
-                                            ShapeToString(grown), FormatBytes(mem),
+                                            ShapeToString(base), FormatBytes(mem),
                                             FormatBytes(max_mem)));
   }
-  for (int n = static_cast<int>(shape.size()) - 1; n >= 0; --n) {
-    const Index extent = std::max<Index>(1, shape[n]);
-    const Index limit =
-        limits.empty() || limits[n] <= 0 ? extent : std::min<Index>(limits[n], extent);
-    if (grown[n] >= limit) continue;
-    Shape others = grown;
-    others[n] = 1;
-    const int64_t room = max_mem / (itemsize * Product(others));  // elements along n
-    const Index cap = std::min<Index>(limit, room);
-    if (cap >= extent) {
-      grown[n] = extent;
-    } else {
-      grown[n] = std::max(grown[n], cap / grown[n] * grown[n]);
+  double headroom = static_cast<double>(max_mem) / static_cast<double>(mem);
+  Shape grown = base;
+  for (int n = rank - 1; n >= 0; --n) {
+    if (!upper[n]) continue;
+    // Try the whole way to the limit.
+    grown[n] = *upper[n];
+    int64_t now = itemsize * Product(grown);
+    const double at_limit = static_cast<double>(max_mem) / static_cast<double>(now);
+    if (at_limit > 1) {
+      headroom = at_limit;
+      continue;
     }
+    // Else grow by the whole multiple of the chunk the headroom allows.
+    const Index larger = base[n] * static_cast<Index>(headroom);
+    grown[n] = std::min(larger, *upper[n]);
+    now = itemsize * Product(grown);
+    headroom = static_cast<double>(max_mem) / static_cast<double>(now);
   }
   return grown;
 }
@@ -81,14 +104,19 @@ int64_t ExchangePieces(const Shape& shape, const Shape& source, const Shape& tar
 }
 
 std::vector<Shape> InterpolateStageChunks(const Shape& read, const Shape& write, int stages) {
+  // numpy.geomspace(read, write, stages + 1): 10 ** linspace(log10(read),
+  // log10(write)), computed the way numpy computes it, so that the floored
+  // values are the ones rechunker gets.
   std::vector<Shape> out;
+  const int num = stages + 1;
   for (int s = 1; s < stages; ++s) {
-    const double p = static_cast<double>(s) / stages;
     Shape c(read.size());
     for (size_t i = 0; i < read.size(); ++i) {
-      double v = std::pow(static_cast<double>(read[i]), 1 - p) *
-                 std::pow(static_cast<double>(write[i]), p);
-      c[i] = std::max<Index>(1, static_cast<Index>(std::floor(v + 1e-9)));
+      const double lo = std::log10(static_cast<double>(read[i]));
+      const double hi = std::log10(static_cast<double>(write[i]));
+      const double step = (hi - lo) / (num - 1);
+      const double y = (step == 0 ? 0.0 : s * step) + lo;
+      c[i] = std::max<Index>(1, static_cast<Index>(std::floor(std::pow(10.0, y))));
     }
     out.push_back(std::move(c));
   }
@@ -97,7 +125,8 @@ std::vector<Shape> InterpolateStageChunks(const Shape& read, const Shape& write,
 
 Result<MultistagePlan> PlanMultistage(const Shape& shape, const Shape& source, const Shape& target,
                                       int64_t itemsize, int64_t min_mem, int64_t max_mem) {
-  if (source.size() != shape.size() || target.size() != shape.size()) {
+  const size_t rank = shape.size();
+  if (source.size() != rank || target.size() != rank) {
     return InvalidArgumentError("rechunk: source and target chunks must match the array's rank");
   }
   if (max_mem < min_mem) {
@@ -106,15 +135,25 @@ Result<MultistagePlan> PlanMultistage(const Shape& shape, const Shape& source, c
   }
   const Shape src = Clip(shape, source);
   const Shape dst = Clip(shape, target);
-  // Reads grow towards the target along axes where the target's chunks are
-  // larger; writes grow towards the reads where the reads are larger.
-  Shape read_limits(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) read_limits[i] = std::max(src[i], dst[i]);
-  STRATA_ASSIGN_OR_RETURN(Shape read, ConsolidateChunks(shape, src, itemsize, max_mem, read_limits));
-  STRATA_ASSIGN_OR_RETURN(Shape write, ConsolidateChunks(shape, dst, itemsize, max_mem, read));
+  for (const Shape* ends : {&src, &dst}) {
+    if (itemsize * Product(*ends) > max_mem) {
+      return InvalidArgumentError(fmt::format(
+          "rechunk: the {} chunk {} takes {}, over max_mem {}", ends == &src ? "source" : "target",
+          ShapeToString(*ends), FormatBytes(itemsize * Product(*ends)), FormatBytes(max_mem)));
+    }
+  }
+  // Writes grow over every axis; reads only where the writes are larger, up
+  // to them.
+  STRATA_ASSIGN_OR_RETURN(Shape write, ConsolidateChunks(shape, dst, itemsize, max_mem));
+  ChunkLimits read_limits(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (write[i] > src[i]) read_limits[i] = write[i];
+  }
+  STRATA_ASSIGN_OR_RETURN(Shape read,
+                          ConsolidateChunks(shape, src, itemsize, max_mem, read_limits));
 
   MultistagePlan previous;
-  for (int count = 1; count <= kMaxRechunkStages; ++count) {
+  for (int count = 1; count < kMaxRechunkStages; ++count) {
     std::vector<Shape> between = InterpolateStageChunks(read, write, count);
     std::vector<Shape> pre = {read};
     pre.insert(pre.end(), between.begin(), between.end());
@@ -123,8 +162,8 @@ Result<MultistagePlan> PlanMultistage(const Shape& shape, const Shape& source, c
     MultistagePlan plan;
     int64_t smallest = INT64_MAX;
     for (int s = 0; s < count; ++s) {
-      Shape shared(shape.size());
-      for (size_t i = 0; i < shape.size(); ++i) shared[i] = std::min(pre[s][i], post[s][i]);
+      Shape shared(rank);
+      for (size_t i = 0; i < rank; ++i) shared[i] = std::min(pre[s][i], post[s][i]);
       smallest = std::min(smallest, itemsize * Product(shared));
       plan.io_ops += SingleStageIoOps(shape, pre[s], post[s]);
       plan.stages.push_back({pre[s], std::move(shared), post[s]});
@@ -136,8 +175,10 @@ Result<MultistagePlan> PlanMultistage(const Shape& shape, const Shape& source, c
     }
     if (count > 1 && plan.io_ops > previous.io_ops) {
       previous.reason = fmt::format(
-          "{} stage{}: {} stages would raise IO operations from {} to {}", count - 1,
-          count == 2 ? "" : "s", count, previous.io_ops, plan.io_ops);
+          "{} stage{}: {} stages would raise IO operations from {} to {} (smallest "
+          "intermediate chunk below min_mem {})",
+          count - 1, count == 2 ? "" : "s", count, previous.io_ops, plan.io_ops,
+          FormatBytes(min_mem));
       return previous;
     }
     plan.reason = fmt::format("{} stages: the most allowed", count);
@@ -146,17 +187,47 @@ Result<MultistagePlan> PlanMultistage(const Shape& shape, const Shape& source, c
   return previous;
 }
 
-std::vector<Shape> IntermediateChunkShapes(const MultistagePlan& plan, const Shape& source,
-                                           const Shape& target) {
-  // Stage s > 0 reads the array stage s - 1 wrote: the interpolated shapes.
-  std::vector<Shape> out;
-  for (size_t s = 1; s < plan.stages.size(); ++s) {
-    const Shape& c = plan.stages[s].read;
-    if (c == source || c == target) continue;
-    if (!out.empty() && out.back() == c) continue;
-    out.push_back(c);
+std::vector<RechunkCopy> CopyOperations(const MultistagePlan& plan, const Shape& target) {
+  std::vector<RechunkCopy> ops;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const RechunkStage& s = plan.stages[i];
+    const bool last = i + 1 == plan.stages.size();
+    if (s.read == s.write) {
+      ops.push_back({s.read, last ? target : s.write});
+      continue;
+    }
+    ops.push_back({s.read, s.intermediate});
+    if (last) ops.push_back({s.write, target});
   }
-  return out;
+  return ops;
+}
+
+std::vector<Index> SplitChunkSizes(Index extent, Index a, Index b) {
+  std::vector<Index> sizes;
+  if (extent <= 0) return sizes;
+  a = std::max<Index>(1, a);
+  b = std::max<Index>(1, b);
+  Index at = 0;
+  while (at < extent) {
+    const Index next = std::min({(at / a + 1) * a, (at / b + 1) * b, extent});
+    sizes.push_back(next - at);
+    at = next;
+  }
+  return sizes;
+}
+
+ChunkGrid SplitGrid(const Shape& shape, const Shape& a, const Shape& b) {
+  std::vector<std::vector<Index>> sizes(shape.size());
+  bool regular = true;
+  Shape chunks(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    sizes[i] = SplitChunkSizes(shape[i], a[i], b[i]);
+    chunks[i] = sizes[i].empty() ? 1 : sizes[i][0];
+    for (size_t k = 0; k + 1 < sizes[i].size(); ++k) regular = regular && sizes[i][k] == chunks[i];
+    if (!sizes[i].empty()) regular = regular && sizes[i].back() <= chunks[i];
+  }
+  if (regular) return *ChunkGrid::Regular(shape, chunks);
+  return *ChunkGrid::Rectilinear(std::move(sizes));
 }
 
 }  // namespace strata

@@ -63,13 +63,16 @@ Result<TierChoice> ParseTierChoice(std::string_view name) {
       fmt::format("unknown tier '{}' (expected auto, memory, disk, spill or object)", name));
 }
 
-Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
+namespace {
+
+// `collective`: under mpi, join the other ranks (MPI_Init, the hosts' memory).
+Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
   ResolvedSpec r;
   r.work_dir = spec.work_dir;
   r.allowed_mem = kDefaultAllowedMem;
   r.reserved_mem = kDefaultReservedMem;
   r.total_system_mem = DefaultTotalSystemMemory();
-  if (spec.executor == ExecutorKind::kMpi) {
+  if (spec.executor == ExecutorKind::kMpi && collective) {
     // Collective: every rank resolves the same spec. total_system_mem is
     // the memory of all the ranks' hosts together.
     STRATA_RETURN_IF_ERROR(mpi::Init().WithContext("executor mpi"));
@@ -107,7 +110,7 @@ Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
   r.workers = spec.workers > 0 ? spec.workers : AvailableCores();
   if (r.executor == ExecutorKind::kInline) r.workers = 1;
   // Under MPI every rank is one worker running one task at a time.
-  if (r.executor == ExecutorKind::kMpi) r.workers = mpi::Size();
+  if (r.executor == ExecutorKind::kMpi) r.workers = collective ? mpi::Size() : 1;
   r.tier = spec.tier;
   r.object_store_url = spec.object_store_url;
   r.retries = spec.retries;
@@ -116,6 +119,22 @@ Result<ResolvedSpec> ResolveSpec(const Spec& spec) {
     return InvalidArgumentError("tier 'object' needs an object store URL (object_store_url)");
   }
   return r;
+}
+
+}  // namespace
+
+Result<ResolvedSpec> ResolveSpec(const Spec& spec) { return Resolve(spec, /*collective=*/true); }
+
+Status ValidateSpec(const Spec& spec) { return Resolve(spec, /*collective=*/false).status(); }
+
+ResolvedSpec ResolveSpecLocally(const Spec& spec) {
+  Result<ResolvedSpec> r = Resolve(spec, /*collective=*/false);
+  if (r.ok()) return *std::move(r);
+  ResolvedSpec defaults;
+  defaults.allowed_mem = kDefaultAllowedMem;
+  defaults.reserved_mem = kDefaultReservedMem;
+  defaults.total_system_mem = std::max(DefaultTotalSystemMemory(), kDefaultAllowedMem);
+  return defaults;
 }
 
 }  // namespace strata

@@ -93,7 +93,24 @@ struct ResolvedSpec {
 
 // InvalidArgument naming the setting at fault (bad size text, allowed_mem <=
 // reserved_mem, allowed_mem > total_system_mem, workers < 0, retries < 0).
+// Under the mpi executor this is collective (total_system_mem is summed over
+// the ranks' hosts): plan() calls it once, and the plan carries the result.
 Result<ResolvedSpec> ResolveSpec(const Spec& spec);
+
+// The same checks on this process alone, with no collectives (under mpi,
+// total_system_mem is this host's default): for a usage check before any
+// plan (the CLI).
+Status ValidateSpec(const Spec& spec);
+
+// `spec` resolved on this process alone, or the defaults' resolution when it
+// does not resolve (plan() reports why). For the API while it builds graphs
+// (auto chunks, reduction fan-in), before a plan exists.
+ResolvedSpec ResolveSpecLocally(const Spec& spec);
+
+// What one task may use for chunks and scratch: allowed_mem - reserved_mem.
+inline int64_t TaskBudget(const ResolvedSpec& spec) {
+  return spec.allowed_mem - spec.reserved_mem;
+}
 
 inline constexpr int64_t kDefaultAllowedMem = 2'000'000'000;
 inline constexpr int64_t kDefaultReservedMem = 16'000'000;

@@ -7,6 +7,8 @@
 
 #include <set>
 
+#include "strata/plan/plan_test_util.h"
+
 namespace strata {
 namespace {
 
@@ -20,20 +22,10 @@ ResolvedSpec TestSpec(int workers = 2, int64_t total = int64_t{1} << 30) {
   return spec;
 }
 
-BlockFunction NeverRun() {
-  return [](const BlockRequest&) -> Result<NDArray> { return InternalError("not run here"); };
-}
+using testing_util::NotRunHere;
 
 std::shared_ptr<const Node> Virtual(const Shape& shape, const Shape& chunks) {
-  Node n;
-  n.op_name = "virtual";
-  n.kind = NodeKind::kVirtual;
-  n.shape = shape;
-  n.dtype = DTypeId::kFloat64;
-  n.grid = *ChunkGrid::Regular(shape, chunks);
-  n.fn = NeverRun();
-  n.virtual_fill = [](const Box&, const ArrayView&) { return Status::Ok(); };
-  return MakeNode(std::move(n));
+  return testing_util::VirtualNode(shape, chunks);
 }
 
 // A blockwise op over `input` in `chunks`, reading the input blocks it
@@ -52,7 +44,7 @@ std::shared_ptr<const Node> Over(const std::shared_ptr<const Node>& input, const
   }
   n.inputs = {input};
   n.maps = {std::move(map)};
-  n.fn = NeverRun();
+  n.fn = NotRunHere();
   return MakeNode(std::move(n));
 }
 
@@ -268,7 +260,7 @@ TEST(SchedulerTest, TasksReadingNoBlockAreReadyAtOnce) {
   // Output block j reads producer block j for even j, nothing for odd j.
   n.inputs = {p};
   n.maps = {InputMap{{AxisMap::Table(0, {{0}, {}, {2}, {}}, 4)}}};
-  n.fn = NeverRun();
+  n.fn = NotRunHere();
   auto sparse = MakeNode(std::move(n));
   std::shared_ptr<const Plan> plan = PlanOf(sparse, TestSpec());
   const int op = plan->IndexOf(sparse.get());

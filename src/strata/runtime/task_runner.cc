@@ -26,6 +26,8 @@ const PlannedOp& TaskRunner::OpOf(const Node& node) const {
   return plan_.ops()[plan_.IndexOf(&node)];
 }
 
+const Node& TaskRunner::Resolve(const Node& node) const { return *OpOf(node).node; }
+
 Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index> block,
                                          Frame& frame) {
   Box box = node.grid.BlockBox(block);
@@ -50,7 +52,7 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   if (node.streams_input && node.inputs.size() == 1 && Streamable(*node.inputs[0]) &&
       CountInputBlocks(node.maps[0], block) == 1) {
     // Hand the op a way to compute its input strip by strip.
-    const Node& in = *node.inputs[0];
+    const Node& in = Resolve(*node.inputs[0]);
     Shape k;
     ForEachInputBlock(node.maps[0], block,
                       [&](std::span<const Index> b) { k.assign(b.begin(), b.end()); });
@@ -66,7 +68,7 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   std::vector<std::shared_ptr<const void>> keep;
   Status status;
   for (size_t i = 0; i < node.inputs.size() && status.ok(); ++i) {
-    const Node& in = *node.inputs[i];
+    const Node& in = Resolve(*node.inputs[i]);
     ForEachInputBlock(node.maps[i], block, [&](std::span<const Index> k) {
       if (!status.ok()) return;
       Result<BlockView> held = Obtain(in, k, frame);
@@ -90,13 +92,14 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   return out;
 }
 
-Result<BlockView> TaskRunner::Obtain(const Node& node, std::span<const Index> block,
+Result<BlockView> TaskRunner::Obtain(const Node& given, std::span<const Index> block,
                                      Frame& frame) {
+  const int index = plan_.IndexOf(&given);
+  const PlannedOp& op = plan_.ops()[index];
+  const Node& node = *op.node;
   if (node.kind == NodeKind::kMemorySource) {
     return BlockView{node.data->view().Slice(node.grid.BlockBox(block)), node.data};
   }
-  const int index = plan_.IndexOf(&node);
-  const PlannedOp& op = plan_.ops()[index];
   if (op.materialized && index != frame.root) {
     auto key = std::make_pair(index, Shape(block.begin(), block.end()));
     auto it = frame.fetched.find(key);
@@ -133,7 +136,7 @@ Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> bl
   // (a copy from RAM or a pread per run from a file), else one input block
   // at a time.
   STRATA_ASSIGN_OR_RETURN(NDArray out, NewOutput(node, block, box.shape, frame));
-  const Node& in = *node.inputs[0];
+  const Node& in = Resolve(*node.inputs[0]);
   const int index = plan_.IndexOf(&in);
   const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;
   Status status;
@@ -160,13 +163,15 @@ Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> bl
   return out;
 }
 
-bool TaskRunner::Streamable(const Node& node) const {
-  if (!node.region_fn && !node.virtual_fill) return false;
-  return !OpOf(node).materialized;
+bool TaskRunner::Streamable(const Node& given) const {
+  const PlannedOp& op = OpOf(given);
+  if (!op.node->region_fn && !op.node->virtual_fill) return false;
+  return !op.materialized;
 }
 
-Status TaskRunner::RegionOf(const Node& node, std::span<const Index> block, const Box& region,
+Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, const Box& region,
                             const ArrayView& out, Frame& frame) {
+  const Node& node = Resolve(given);
   if (Streamable(node) && node.virtual_fill) {
     Box global = region;
     for (int i = 0; i < region.rank(); ++i) global.origin[i] += node.grid.block_origin(i, block[i]);
@@ -188,7 +193,7 @@ Status TaskRunner::RegionOf(const Node& node, std::span<const Index> block, cons
   std::vector<NDArray> scratch;
   scratch.reserve(node.inputs.size());
   for (size_t j = 0; j < node.inputs.size(); ++j) {
-    const Node& in = *node.inputs[j];
+    const Node& in = Resolve(*node.inputs[j]);
     const InputMap& map = node.maps[j];
     Shape k(in.grid.rank());
     Box r(Shape(in.grid.rank(), 0), Shape(in.grid.rank(), 1));

@@ -70,7 +70,10 @@ class TaskRunner {
     std::map<std::pair<const Node*, Shape>, BlockView> stream_leaves;
   };
 
+  // The op computing `node`, and its node: itself, or what the planner put
+  // in its place (a lowered rechunk).
   const PlannedOp& OpOf(const Node& node) const;
+  const Node& Resolve(const Node& node) const;
   Result<BlockView> Obtain(const Node& node, std::span<const Index> block, Frame& frame);
   // True when `node` is computed inside this task and can produce any region
   // of a block on its own (a fused elementwise op or a virtual array).

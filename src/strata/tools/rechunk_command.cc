@@ -25,7 +25,7 @@ Result<Spec> SpecFrom(const RechunkOptions& o) {
   spec.workers = o.workers;
   STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
   STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
-  STRATA_RETURN_IF_ERROR(ResolveSpec(spec).status());
+  STRATA_RETURN_IF_ERROR(ValidateSpec(spec));
   return spec;
 }
 
@@ -55,7 +55,11 @@ Status WriteMetadataOnly(const std::string& dir, const RechunkOptions& o) {
 
 Status RunRechunk(const RechunkOptions& given) {
   STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(given));
-  // Under mpi every rank runs this; rank 0 alone prints.
+  // Under mpi every rank runs this (and joins the job first); rank 0 alone
+  // prints.
+  if (spec.executor == ExecutorKind::kMpi) {
+    STRATA_RETURN_IF_ERROR(mpi::Init().WithContext("executor mpi"));
+  }
   RechunkOptions o = given;
   if (spec.executor == ExecutorKind::kMpi && mpi::Rank() != 0) o.quiet = true;
   std::unique_ptr<TempDir> scratch;

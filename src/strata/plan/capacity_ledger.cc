@@ -1,0 +1,42 @@
+#include "strata/plan/capacity_ledger.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "strata/base/byte_size.h"
+
+namespace strata {
+
+CapacityLedger CapacityLedger::For(const ResolvedSpec& spec, int64_t result_bytes,
+                                   int64_t intermediate_bytes) {
+  CapacityLedger l;
+  l.total_ = spec.total_system_mem;
+  l.workers_ = spec.workers;
+  l.allowed_ = spec.allowed_mem;
+  l.results_ = result_bytes;
+  int64_t capacity = spec.total_system_mem - static_cast<int64_t>(spec.workers) * spec.allowed_mem -
+                     result_bytes;
+  if (spec.tier == TierChoice::kSpill && intermediate_bytes / 2 < capacity) {
+    capacity = intermediate_bytes / 2;
+    l.halved_ = true;
+  }
+  l.capacity_ = std::max<int64_t>(0, capacity);
+  return l;
+}
+
+int64_t CapacityLedger::Claim(int64_t bytes) {
+  const int64_t granted = std::clamp<int64_t>(bytes, 0, left());
+  claimed_ += granted;
+  return granted;
+}
+
+std::string CapacityLedger::Formula() const {
+  std::string f = fmt::format("total_system_mem {} - {} workers x allowed_mem {} - results {}",
+                              FormatBytes(total_), workers_, FormatBytes(allowed_),
+                              FormatBytes(results_));
+  if (halved_) f += "; spill tier forced: half the intermediates";
+  return f;
+}
+
+}  // namespace strata

@@ -1,0 +1,244 @@
+// The lower_rechunk pass: each logical rechunk (a node that only carries its
+// target grid) becomes the ops that move its data, decided here and nowhere
+// else (shared/DESIGN.md, "Rechunk and tiers"):
+//
+//   virtual source    regenerated in the target chunks; nothing moves.
+//   exchange          one stage: the input is published to a tier (a Zarr
+//                     source is read and decoded once), and each target block
+//                     gathers exactly the slices it needs. Chosen when the
+//                     intermediate fits in the RAM the capacity ledger has
+//                     left, when the memory or spill tier is forced, or past
+//                     the RAM when spilling the excess per block costs less
+//                     than the stages (an estimate of disk time for both).
+//   multistage        rechunker's stages on the disk or object tier (forced,
+//                     or chosen by that estimate): a Zarr source is read in
+//                     place by the first stage (never copied first); each
+//                     stage is one op whose tasks copy a block of its copy
+//                     chunks from the previous array; its blocks are stored
+//                     for the next stage.
+//
+// The lowering claims the exchange's intermediate from the capacity ledger
+// (its placement, with PlaceIntermediate's reason, is what place_tiers then
+// applies), and places the stages on their tier, so that the plan's tier of
+// every rechunk intermediate is the one its strategy says.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "strata/base/byte_size.h"
+#include "strata/plan/memory_model.h"
+#include "strata/plan/passes_internal.h"
+#include "strata/plan/rechunk_plan.h"
+#include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata::internal_plan {
+namespace {
+
+// Rough costs of moving intermediate bytes through local disk, to choose
+// between spilling a one-stage exchange and rechunker's stages.
+constexpr double kDiskBytesPerSecond = 1e9;
+constexpr double kSecondsPerIoOp = 50e-6;
+
+std::shared_ptr<const Node> ExchangeNode(const std::shared_ptr<const Node>& input,
+                                         const ChunkGrid& grid, std::string name) {
+  Node n;
+  n.name = std::move(name);
+  n.op_name = "rechunk";
+  n.kind = NodeKind::kExchange;
+  n.shape = input->shape;
+  n.dtype = input->dtype;
+  n.grid = grid;
+  InputMap map;
+  for (int i = 0; i < grid.rank(); ++i) map.axes.push_back(AxisMap::Overlap(i, grid, input->grid, i));
+  n.inputs = {input};
+  n.maps = {std::move(map)};
+  n.spec = input->spec;
+  return MakeNode(std::move(n));
+}
+
+// The readers of `node` among the draft's ops.
+std::vector<const PlannedOp*> ReadersOf(const PlanDraft& d, const Node* node) {
+  std::vector<const PlannedOp*> readers;
+  for (const PlannedOp& op : d.ops) {
+    for (const auto& in : op.node->inputs) {
+      if (in.get() == node) {
+        readers.push_back(&op);
+        break;
+      }
+    }
+  }
+  return readers;
+}
+
+Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
+  const ResolvedSpec& spec = d.spec;
+  const std::shared_ptr<const Node> x = ResolveNode(d, rechunk->inputs[0]);
+  const ChunkGrid& target = rechunk->grid;
+  const std::string what = fmt::format("rechunk {} {} -> {}", rechunk->name, x->grid.ToString(),
+                                       target.ToString());
+  if (x->grid == target) {
+    d.replaced[rechunk.get()] = x;
+    return Status::Ok();
+  }
+  if (x->kind == NodeKind::kVirtual && x->virtual_fill) {
+    // Computed in any chunking: nothing moves.
+    Node regridded = *x;
+    regridded.name = rechunk->name;
+    regridded.grid = target;
+    d.replaced[rechunk.get()] = MakeNode(std::move(regridded));
+    d.decisions.push_back(fmt::format("{}: a virtual array, regenerated in the new chunks", what));
+    return Status::Ok();
+  }
+  const Shape& shape = x->shape;
+  const int64_t itemsize = x->dtype.size();
+  const int64_t bytes = x->nbytes();
+  const Shape& source = x->grid.chunk_shape();
+  const Shape& target_chunks = target.chunk_shape();
+  const bool regular = x->grid.is_regular() && target.is_regular() && x->grid.rank() > 0 &&
+                       bytes > 0;
+  const Tier stage_tier = spec.tier == TierChoice::kObject ? Tier::kObject : Tier::kDisk;
+
+  // rechunker's stages, with the task budget split by what the storage path
+  // copies at either end (the source's codec; the store's, when the result
+  // is written to Zarr) and on the stage tier.
+  CopyCosts ends;
+  if (x->kind == NodeKind::kZarrSource) ends.read = x->zarr->codec().read_copies();
+  for (const PlannedOp* reader : ReadersOf(d, rechunk.get())) {
+    if (reader->node->kind == NodeKind::kStore && reader->node->target) {
+      ends.write = std::max(ends.write, reader->node->target->codec().write_copies());
+    }
+  }
+  const CopyCosts copies = TierCopies(stage_tier, ends);
+  // Strata's stage tasks hold only their output block (slices are read
+  // straight into it), so a stage may move blocks as large as the ends.
+  const int64_t max_mem = std::max({RechunkMaxMem(spec, copies), x->max_block_bytes(),
+                                    target.max_block_elements() * itemsize});
+  const int64_t min_mem = rechunk->rechunk_min_mem >= 0
+                              ? rechunk->rechunk_min_mem
+                              : DefaultRechunkMinMem(max_mem, bytes);
+  Result<MultistagePlan> multi =
+      regular ? PlanMultistage(shape, source, target_chunks, itemsize, std::min(min_mem, max_mem),
+                               max_mem)
+              : Result<MultistagePlan>(InvalidArgumentError("irregular chunks"));
+  std::vector<RechunkCopy> ops;
+  if (multi.ok()) ops = CopyOperations(*multi, target_chunks);
+
+  bool multistage = (spec.tier == TierChoice::kDisk || spec.tier == TierChoice::kObject) && multi.ok();
+  std::string why;
+  const int64_t left = d.ledger.left();
+  if (spec.tier == TierChoice::kMemory || spec.tier == TierChoice::kSpill) {
+    why = fmt::format("one-stage exchange ({} tier forced)", TierChoiceName(spec.tier));
+  } else if (spec.tier == TierChoice::kDisk || spec.tier == TierChoice::kObject) {
+    why = multistage ? fmt::format("multistage on the {} tier ({} forced): {}",
+                                   TierName(stage_tier), TierChoiceName(spec.tier), multi->reason)
+                     : fmt::format("one-stage exchange through the {} tier ({} forced; {})",
+                                   TierName(stage_tier), TierChoiceName(spec.tier),
+                                   multi.status().message());
+  } else if (bytes <= left) {
+    why = fmt::format("one-stage exchange in RAM: {} fits in the {} left for intermediates",
+                      FormatBytes(bytes), FormatBytes(left));
+  } else if (!multi.ok()) {
+    why = fmt::format("one-stage exchange spilling per block ({} exceeds the {} of RAM left; no "
+                      "multistage plan: {})",
+                      FormatBytes(bytes), FormatBytes(left), multi.status().message());
+  } else {
+    // Spilling writes and reads back the excess once, in whole blocks, and
+    // reads a share of the pieces from disk; the stages write and read the
+    // whole array once per stored stage.
+    const int64_t pieces = ExchangePieces(shape, source, target_chunks);
+    const double excess = static_cast<double>(bytes - left);
+    const double spill = 2 * excess / kDiskBytesPerSecond +
+                         static_cast<double>(pieces) * (excess / static_cast<double>(bytes)) *
+                             kSecondsPerIoOp;
+    const double stored = static_cast<double>(ops.size() - 1);
+    const double staged = 2 * stored * static_cast<double>(bytes) / kDiskBytesPerSecond +
+                          static_cast<double>(multi->io_ops) * kSecondsPerIoOp;
+    multistage = staged < spill;
+    why = fmt::format(
+        "{} exceeds the {} of RAM left: {} (estimated {:.1f} s spilling {} with {} pieces vs "
+        "{:.1f} s for {} stored stage{} with {} IO ops)",
+        FormatBytes(bytes), FormatBytes(left),
+        multistage       ? "multistage on disk"
+        : left > 0       ? "one-stage exchange spilling per block"
+                         : "one-stage exchange through local disk",
+        spill,
+        FormatBytes(static_cast<int64_t>(excess)), pieces, staged, stored, stored == 1 ? "" : "s",
+        multi->io_ops);
+  }
+
+  if (!multistage) {
+    std::shared_ptr<const Node> exchange = ExchangeNode(x, target, rechunk->name);
+    // The input is published: a Zarr source is read and decoded once.
+    if (x->kind == NodeKind::kZarrSource) d.published.insert(x.get());
+    if (x->kind != NodeKind::kMemorySource && !d.placed.count(x.get())) {
+      d.placed[x.get()] = PlaceIntermediate(d.ledger, bytes, spec);
+    }
+    d.notes[exchange.get()] = why;
+    d.replaced[rechunk.get()] = exchange;
+    d.decisions.push_back(fmt::format("{}: {}", what, why));
+    return Status::Ok();
+  }
+
+  // The stages. The last one produces the target chunks its readers key on.
+  std::vector<std::string> steps;
+  std::shared_ptr<const Node> previous = x;
+  const size_t n = ops.size();
+  for (size_t k = 0; k < n; ++k) {
+    const bool last = k + 1 == n;
+    Shape copy = last ? target_chunks : ops[k].copy;
+    for (size_t i = 0; i < copy.size(); ++i) copy[i] = std::min(copy[i], std::max<Index>(1, shape[i]));
+    STRATA_ASSIGN_OR_RETURN(ChunkGrid grid, ChunkGrid::Regular(shape, copy));
+    std::shared_ptr<const Node> stage = ExchangeNode(
+        previous, grid, last ? rechunk->name : fmt::format("{}-stage{}", rechunk->name, k + 1));
+    d.notes[stage.get()] = fmt::format("stage {} of {}", k + 1, n);
+    if (!last) {
+      TierPlacement p;
+      p.tier = stage_tier;
+      const bool forced = spec.tier == TierChoice::kDisk || spec.tier == TierChoice::kObject;
+      p.reason = forced ? fmt::format("{} tier forced: stage {} of {} of rechunk {}",
+                                      TierName(stage_tier), k + 1, n, rechunk->name)
+                        : fmt::format("stage {} of {} of rechunk {}: multistage on the {} tier",
+                                      k + 1, n, rechunk->name, TierName(stage_tier));
+      d.placed[stage.get()] = std::move(p);
+    }
+    steps.push_back(fmt::format("{} -> {}", ShapeToString(copy), ShapeToString(ops[k].store)));
+    previous = std::move(stage);
+  }
+  d.replaced[rechunk.get()] = previous;
+  d.decisions.push_back(fmt::format("{}: {}; max_mem {}, min_mem {}; copies {}", what, why,
+                                    FormatBytes(max_mem), FormatBytes(min_mem),
+                                    fmt::join(steps, ", ")));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerRechunks(PlanDraft& d) {
+  // What the intermediates take together (the spill tier gets half): every
+  // rechunk's input, and every op with tasks that other ops read and that
+  // fusion cannot fold away.
+  int64_t intermediate = 0;
+  std::vector<int> readers(d.ops.size(), 0);
+  for (const PlannedOp& op : d.ops) {
+    for (size_t i = 0; i < op.node->inputs.size(); ++i) ++readers[d.InputOf(op, i)];
+  }
+  for (const PlannedOp& op : d.ops) {
+    if (op.node->kind == NodeKind::kRechunk) {
+      intermediate += d.ops[d.InputOf(op, 0)].node->nbytes();
+    } else if (op.materialized && readers[op.index] > 1) {
+      intermediate += op.node->nbytes();
+    }
+  }
+  d.ledger = CapacityLedger::For(d.spec, d.result_bytes, intermediate);
+  bool lowered = false;
+  for (size_t i = 0; i < d.ops.size(); ++i) {
+    if (d.ops[i].node->kind != NodeKind::kRechunk) continue;
+    STRATA_RETURN_IF_ERROR(LowerOne(d, d.ops[i].node));
+    lowered = true;
+  }
+  if (lowered) STRATA_RETURN_IF_ERROR(Collect(d));
+  return Status::Ok();
+}
+
+}  // namespace strata::internal_plan

@@ -1,0 +1,155 @@
+#include "strata/plan/memory_model.h"
+
+#include <algorithm>
+
+#include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/zarr/zarr_array.h"
+
+namespace strata {
+namespace {
+
+bool HasRaggedEdges(const Shape& shape, const Shape& chunks) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (chunks[i] > 0 && shape[i] % chunks[i] != 0) return true;
+  }
+  return false;
+}
+
+// Largest number of input blocks any output block reads through `map`.
+int64_t MaxInputs(const InputMap& map) {
+  int64_t n = 1;
+  for (const AxisMap& a : map.axes) n *= a.max_inputs();
+  return n;
+}
+
+}  // namespace
+
+CopyCosts TierCopies(Tier tier, CopyCosts ends) {
+  if (tier == Tier::kObject) return {ends.read + 1, ends.write + 1};
+  return ends;
+}
+
+int64_t RechunkMaxMem(const ResolvedSpec& spec, CopyCosts copies) {
+  return TaskBudget(spec) / (3 + copies.read + copies.write);
+}
+
+int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes) {
+  return std::min(max_mem / 20, nbytes);
+}
+
+MemoryModel::MemoryModel(std::span<const PlannedOp> ops,
+                         const std::unordered_map<const Node*, int>& index, int64_t reserved_mem)
+    : ops_(ops), index_(index), reserved_(reserved_mem) {}
+
+MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
+  const PlannedOp& op = OpOf(given);
+  const Node& node = *op.node;
+  const int64_t block = node.max_block_bytes();
+  switch (node.kind) {
+    case NodeKind::kMemorySource:
+      return {0, 0};
+    case NodeKind::kZarrSource: {
+      const ChunkGrid& chunks = node.zarr->grid();
+      const int64_t chunk = node.zarr->chunk_bytes();
+      const int64_t rc = node.zarr->codec().read_copies();
+      const int64_t peak =
+          chunk * (1 + rc) + (HasRaggedEdges(chunks.shape(), chunks.chunk_shape()) ? block : 0);
+      return {peak, block};
+    }
+    case NodeKind::kVirtual: {
+      Cost c = Gather(node, root);
+      return {std::max(c.peak, c.held + node.extra_mem + block), block};
+    }
+    default:
+      break;
+  }
+  if (op.materialized && op.index != root) return {block, block};  // fetched from its tier
+  // Computed here (fused, or the root itself).
+  if (node.kind == NodeKind::kExchange) {
+    // Slices go straight into the output from the input's tier; an input
+    // computed here is obtained one block at a time.
+    const Node& in = *node.inputs[0];
+    const PlannedOp& in_op = OpOf(in);
+    int64_t staged = 0;
+    if (!(in_op.materialized && in_op.index != root)) {
+      staged = Obtain(in, root).peak;
+    } else if (in_op.tier == Tier::kObject) {
+      // One ranged GET at a time, of at most one stored block.
+      staged = in_op.stored_grid ? in_op.stored_grid->max_block_elements() * in_op.node->dtype.size()
+                                 : in_op.node->max_block_bytes();
+    }
+    return {block + staged, block};
+  }
+  if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
+    // The input chain is computed strip by strip: its leaves' blocks are
+    // held for the task, plus one strip of scratch per level.
+    Cost c = StreamCost(*node.inputs[0], root, node.stream_strip_elements);
+    const int64_t own = node.stream_strip_elements * OpOf(*node.inputs[0]).node->dtype.size();
+    return {std::max(c.peak, c.held + own + node.extra_mem + block), block};
+  }
+  Cost c = Gather(node, root);
+  const int64_t out = node.kind == NodeKind::kStore ? 0 : block;
+  return {std::max(c.peak, c.held + node.extra_mem + out), out};
+}
+
+bool MemoryModel::StreamableHere(const Node& given) const {
+  const PlannedOp& op = OpOf(given);
+  return (op.node->region_fn || op.node->virtual_fill) && !op.materialized;
+}
+
+// Leaves of a streamed elementwise chain (held whole) and a strip of
+// scratch for every streamed level below the top.
+MemoryModel::Cost MemoryModel::StreamCost(const Node& given, int root,
+                                          int64_t strip_elements) const {
+  const Node& node = *OpOf(given).node;
+  Cost total;
+  if (node.virtual_fill) return total;
+  for (const auto& in : node.inputs) {
+    Cost c;
+    if (StreamableHere(*in)) {
+      c = StreamCost(*in, root, strip_elements);
+      c.held += strip_elements * OpOf(*in).node->dtype.size();
+      c.peak = std::max(c.peak, c.held);
+    } else {
+      c = Obtain(*in, root);
+    }
+    total.peak = std::max(total.peak, total.held + c.peak);
+    total.held += c.held;
+  }
+  return total;
+}
+
+MemoryModel::Cost MemoryModel::Gather(const Node& node, int root) const {
+  Cost total;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    Cost each = Obtain(*node.inputs[i], root);
+    const int64_t n = MaxInputs(node.maps[i]);
+    // Blocks are gathered one after another; all are held until computing.
+    if (n > 0) {
+      total.peak = std::max(total.peak, total.held + (n - 1) * each.held + each.peak);
+      total.held += n * each.held;
+    }
+  }
+  return total;
+}
+
+int64_t MemoryModel::Project(int index) const {
+  const PlannedOp& op = ops_[index];
+  const Node& node = *op.node;
+  const Cost c = Obtain(node, index);
+  int64_t write_extra = 0;
+  if (node.kind == NodeKind::kStore && node.target) {
+    // The encoded chunk beside the block (and a padded full chunk at edges);
+    // a task writing several chunks encodes them one at a time.
+    const ArrayMetadata& m = node.target->metadata();
+    write_extra = node.target->chunk_bytes() * node.target->codec().write_copies() +
+                  (HasRaggedEdges(m.shape, m.chunk_shape) ? node.target->chunk_bytes() : 0);
+  }
+  return reserved_ + c.peak + write_extra;
+}
+
+int64_t ProjectTaskMemory(const Plan& plan, int op_index) {
+  return MemoryModel(plan.ops(), plan.index(), plan.spec().reserved_mem).Project(op_index);
+}
+
+}  // namespace strata

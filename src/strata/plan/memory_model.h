@@ -1,0 +1,92 @@
+// The memory model: what one task of an op needs, projected before anything
+// runs (shared/DESIGN.md, "Memory contract"):
+//
+//   projected = reserved_mem + sum over inputs of chunk_bytes x (1 + read_copies)
+//             + extra_op_mem + output_chunk_bytes x (1 + write_copies)
+//
+// computed recursively through the ops fused into a task: inputs are
+// gathered one after another and held until the op runs; a fused input holds
+// only its output once computed; a streamed elementwise chain (a partial
+// reduction over `u * v`) holds its leaves' blocks and one strip per level; an
+// exchange gathers slices straight into its output, staging one input block
+// at a time when it computes its input itself (a Zarr source read in place)
+// or reads the object tier (one ranged GET at a time).
+//
+// read_copies / write_copies are what the storage path costs (CopyCosts): a
+// codec decoding straight into the destination costs 0, a compressed chunk 1;
+// the object tier stages a block per request on both sides.
+//
+// The same model sizes a multistage rechunk: each stage's blocks may take
+// max_mem = (allowed_mem - reserved_mem) / (3 + read_copies + write_copies)
+// (rechunker's split of the task budget, as Cubed uses it), and stages whose
+// stored chunks are smaller than min_mem (max_mem / 20 unless given) are not
+// worth their IO.
+//
+// Thread-safety: MemoryModel reads the ops it is given; use it while they
+// live and do not change.
+#ifndef STRATA_PLAN_MEMORY_MODEL_H_
+#define STRATA_PLAN_MEMORY_MODEL_H_
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+
+#include "strata/plan/planner.h"
+#include "strata/plan/spec.h"
+
+namespace strata {
+
+// Copies a storage path makes besides the decoded block.
+struct CopyCosts {
+  int read = 0;
+  int write = 0;
+};
+
+// What reading and writing blocks through `tier` costs, on top of what the
+// codecs of the arrays at either end cost (`ends`). The object tier stages a
+// block per ranged GET and per PUT body, as Cubed counts cloud storage (its
+// BufferCopies 2/2 where local files cost 1/1).
+CopyCosts TierCopies(Tier tier, CopyCosts ends);
+
+// The bytes a multistage rechunk's blocks may take: the task budget split
+// between the input read, the array processed and the output written, each
+// with its copies.
+int64_t RechunkMaxMem(const ResolvedSpec& spec, CopyCosts copies);
+// The smallest stored chunk worth a stage: max_mem / 20, or the whole array
+// when smaller (Cubed's default).
+int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes);
+
+// Per-task memory of the ops of a plan (or a draft of one).
+class MemoryModel {
+ public:
+  // `index` maps every node (aliases included) to its op in `ops`.
+  MemoryModel(std::span<const PlannedOp> ops, const std::unordered_map<const Node*, int>& index,
+              int64_t reserved_mem);
+
+  // Peak and held bytes of obtaining one block of `node` inside a task of op
+  // `root` (the materialized op whose task runs).
+  struct Cost {
+    int64_t peak = 0;
+    int64_t held = 0;
+  };
+  Cost Obtain(const Node& node, int root) const;
+  // The projection of one task of materialized op `index`.
+  int64_t Project(int index) const;
+
+ private:
+  const PlannedOp& OpOf(const Node& node) const { return ops_[index_.at(&node)]; }
+  bool StreamableHere(const Node& node) const;
+  Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
+  Cost Gather(const Node& node, int root) const;
+
+  std::span<const PlannedOp> ops_;
+  const std::unordered_map<const Node*, int>& index_;
+  int64_t reserved_;
+};
+
+// The projection of one task of op `op_index` of `plan`.
+int64_t ProjectTaskMemory(const Plan& plan, int op_index);
+
+}  // namespace strata
+
+#endif  // STRATA_PLAN_MEMORY_MODEL_H_

@@ -1,0 +1,142 @@
+// The planner's passes: their order and names, switching the optimizer off,
+// the lowering of logical rechunks, one capacity ledger behind every tier,
+// and the invariants checked after each pass.
+#include "strata/plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "strata/plan/capacity_ledger.h"
+#include "strata/plan/passes_internal.h"
+#include "strata/plan/plan_test_util.h"
+
+namespace strata {
+namespace {
+
+using testing_util::ElementwiseNode;
+using testing_util::PlanOf;
+using testing_util::PlanSpec;
+using testing_util::RechunkNode;
+using testing_util::SourceNode;
+using testing_util::StoreNode;
+using testing_util::VirtualNode;
+
+constexpr int64_t kMB = 1'000'000;
+
+TEST(PlannerTest, PassesRunInOrderAndTheOptimizerCanBeSwitchedOff) {
+  auto a = SourceNode({100, 100}, {10, 100}, DTypeId::kFloat64);
+  auto out = StoreNode(ElementwiseNode({a, a}));
+  auto plan = PlanOf({out}, PlanSpec(64 * kMB));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->passes_run(), (std::vector<std::string>{"collect", "lower_rechunk", "fuse",
+                                                          "place_tiers", "project_memory",
+                                                          "check"}));
+  PlanOptions no_fuse;
+  no_fuse.disabled_passes.insert("fuse");
+  auto unfused = PlanOf({out}, PlanSpec(64 * kMB), no_fuse);
+  ASSERT_TRUE(unfused);
+  EXPECT_EQ(std::count(unfused->passes_run().begin(), unfused->passes_run().end(), "fuse"), 0);
+  EXPECT_GT(unfused->total_tasks(), plan->total_tasks());
+}
+
+TEST(PlannerTest, UnknownPassIsAnError) {
+  PlanOptions options;
+  options.disabled_passes.insert("fusion");
+  Result<std::shared_ptr<const Plan>> p =
+      BuildPlan({VirtualNode({4}, {2})}, PlanSpec(64 * kMB), options);
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("unknown optimizer pass 'fusion'"), std::string_view::npos);
+}
+
+TEST(PlannerTest, LogicalRechunkIsLoweredAndFoundAtItsOp) {
+  auto x = SourceNode({100, 100}, {10, 100}, DTypeId::kFloat64);
+  auto r = RechunkNode(x, {100, 10});
+  auto plan = PlanOf({r}, PlanSpec(64 * kMB));
+  ASSERT_TRUE(plan);
+  for (const PlannedOp& op : plan->ops()) EXPECT_NE(op.node->kind, NodeKind::kRechunk);
+  const PlannedOp* op = plan->Find(r.get());
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->node->kind, NodeKind::kExchange);
+  EXPECT_TRUE(op->is_output);
+  EXPECT_EQ(plan->outputs(), std::vector<int>{op->index});
+  // A virtual input is regenerated: nothing moves.
+  auto v = RechunkNode(VirtualNode({100, 100}, {10, 100}), {100, 10});
+  auto regenerated = PlanOf({v}, PlanSpec(64 * kMB));
+  ASSERT_TRUE(regenerated);
+  EXPECT_EQ(regenerated->Find(v.get())->node->kind, NodeKind::kVirtual);
+  EXPECT_EQ(regenerated->Find(v.get())->node->grid.chunk_shape(), (Shape{100, 10}));
+}
+
+// The issue this pass order fixes: on a rechunk that goes multistage, no
+// intermediate may be placed in the (spilling) memory tier.
+TEST(PlannerTest, TiersAgreeWithTheRechunkStrategy) {
+  auto x = SourceNode({10000, 10000}, {10000, 1000}, DTypeId::kFloat64);
+  auto stored = StoreNode(RechunkNode(x, {1000, 10000}));
+  // No RAM left: the stages on disk, nothing in memory.
+  auto staged = PlanOf({stored}, PlanSpec(400 * kMB, TierChoice::kAuto, kDefaultReservedMem,
+                                          600 * kMB));
+  ASSERT_TRUE(staged);
+  bool multistage = false;
+  for (const std::string& d : staged->decisions()) {
+    multistage = multistage || d.find("multistage on disk") != std::string::npos;
+  }
+  for (const PlannedOp& op : staged->ops()) {
+    // Multistage: the stages on disk. One exchange: its source published to
+    // disk, as no RAM is left. Either way nothing in memory.
+    EXPECT_NE(op.tier, Tier::kMemory) << staged->ToText();
+    if (!multistage && op.node.get() == x.get()) {
+      EXPECT_EQ(op.tier, Tier::kDisk) << staged->ToText();
+    }
+  }
+  // Plenty of RAM: one exchange, its published source in memory.
+  auto in_ram = PlanOf({stored}, PlanSpec(400 * kMB));
+  ASSERT_TRUE(in_ram);
+  const PlannedOp* source = in_ram->Find(x.get());
+  ASSERT_TRUE(source->materialized);
+  EXPECT_EQ(source->tier, Tier::kMemory);
+  EXPECT_NE(source->tier_reason.find("fits in RAM"), std::string::npos);
+}
+
+TEST(CapacityLedgerTest, CapacityIsWhatWorkersAndResultsLeave) {
+  ResolvedSpec spec = PlanSpec(400 * kMB, TierChoice::kAuto, kDefaultReservedMem, 2000 * kMB);
+  CapacityLedger ledger = CapacityLedger::For(spec, /*result_bytes=*/100 * kMB, 0);
+  EXPECT_EQ(ledger.capacity(), 2000 * kMB - 2 * 400 * kMB - 100 * kMB);
+  EXPECT_EQ(ledger.Claim(1000 * kMB), 1000 * kMB);
+  EXPECT_EQ(ledger.Claim(500 * kMB), 100 * kMB) << "only what is left";
+  EXPECT_EQ(ledger.left(), 0);
+  EXPECT_NE(ledger.Formula().find("2 workers x allowed_mem"), std::string::npos);
+  spec.tier = TierChoice::kSpill;
+  EXPECT_EQ(CapacityLedger::For(spec, 0, 300 * kMB).capacity(), 150 * kMB);
+  spec.total_system_mem = 500 * kMB;
+  EXPECT_EQ(CapacityLedger::For(spec, 0, 0).capacity(), 0) << "never negative";
+}
+
+// CheckInvariants finds what a broken pass would leave.
+TEST(PlanInvariantsTest, AnOpReadingALaterOpIsCaught) {
+  internal_plan::PlanDraft d;
+  d.spec = PlanSpec(64 * kMB);
+  auto x = VirtualNode({4}, {2});
+  auto y = ElementwiseNode({x});
+  d.requested = {y};
+  ASSERT_TRUE(internal_plan::Collect(d).ok());
+  ASSERT_TRUE(internal_plan::CheckInvariants(d, "collect").ok());
+  std::swap(d.ops[0], d.ops[1]);  // y before its input
+  d.ops[0].index = 0;
+  d.ops[1].index = 1;
+  d.index[y.get()] = 0;
+  d.index[x.get()] = 1;
+  Status s = internal_plan::CheckInvariants(d, "fuse");
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("plan check after fuse"), std::string_view::npos) << s.ToString();
+}
+
+TEST(PlanInvariantsTest, ARechunkLeftUnloweredIsCaught) {
+  internal_plan::PlanDraft d;
+  d.spec = PlanSpec(64 * kMB);
+  d.requested = {RechunkNode(SourceNode({4}, {2}, DTypeId::kFloat64), {4})};
+  ASSERT_TRUE(internal_plan::Collect(d).ok());
+  Status s = internal_plan::CheckInvariants(d, "lower_rechunk");
+  EXPECT_NE(s.message().find("was not lowered"), std::string_view::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace strata
