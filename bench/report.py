@@ -9,9 +9,9 @@ Prints Markdown: for each document the tables of its benchmark, each with a
 line saying how it was measured (reps, load, other CPU, discarded reps,
 commit, command). Cells are "median (min–max)" over the kept reps; ratios are
 medians of per-rep ratios (bench/README.md). A smoke run, an incomplete run,
-fewer than 5 reps or a run without the disturbance check is refused (exit 2)
-unless --draft, which marks every table DRAFT. --svg draws the W5 cliff chart
-from a rechunk document.
+fewer than 5 reps, or a run without the disturbance check or with its
+threshold above 0.10 cores is refused (exit 2) unless --draft, which marks
+every table DRAFT. --svg draws the W5 cliff chart from a rechunk document.
 """
 import argparse
 import json
@@ -345,6 +345,9 @@ def refuse_reason(doc):
         return "a run without the disturbance check"
     if (p.get("reps") or 0) < 5:
         return f"{p.get('reps')} reps (the protocol needs at least 5)"
+    if (p.get("threshold_cores") or 0) > 0.10 + 1e-9:
+        return (f"a disturbance threshold of {p.get('threshold_cores')} cores (the protocol's "
+                "is 0.10)")
     return None
 
 

@@ -76,6 +76,10 @@ def test_smoke_and_short_runs_are_refused_unless_draft(tmp_path):
     doc = rechunk_doc(tmp_path, reps=3)
     with pytest.raises(report.Refused, match="3 reps"):
         report.render(doc)
+    doc = rechunk_doc(tmp_path)
+    doc["protocol"]["threshold_cores"] = 100.0
+    with pytest.raises(report.Refused, match="threshold of 100.0 cores"):
+        report.render(doc)
 
 
 def test_an_old_document_is_refused_with_a_clear_message(tmp_path, capsys):
