@@ -359,5 +359,61 @@ TEST_P(RechunkTest, ForcedDiskRunsTheMultistagePlan) {
   EXPECT_EQ(FileBytes(spec.work_dir), 0);
 }
 
+// Rechunker's stages as Cubed runs them, on real data: a budget that makes
+// the stages store their intermediate chunks (split to fit both grids, so of
+// irregular sizes) on disk, and the store write the last stage's blocks,
+// several target chunks each. The result equals direct generation, and (on
+// processes) threads' files.
+TEST_P(RechunkTest, StagesStoreIntermediateChunksAndTheStoreWritesSeveral) {
+  TempDir dir;
+  const Shape shape = {200, 150};
+  WriteSource(dir.path() + "/src.zarr", shape, {200, 3}, 21);
+  // A task budget of 200 kB (max_mem 40 kB) and min_mem 12 kB: two stages.
+  Spec spec;
+  spec.allowed_mem = "1.2MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = 2;
+  spec.tier = TierChoice::kDisk;
+  spec.executor = GetParam();
+  spec.work_dir = dir.path() + "/work";
+  const std::string dst = dir.path() + "/dst.zarr";
+  auto build = [&](const Spec& s) {
+    return from_zarr(dir.path() + "/src.zarr", s).rechunk({4, 150}, "12kB");
+  };
+  Array out = to_zarr(build(spec), dst);
+  Result<std::shared_ptr<const Plan>> p = plan({out});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  int stored = 0, irregular = 0;
+  const PlannedOp* store = nullptr;
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.stored_grid) {
+      ++stored;
+      irregular += !op.stored_grid->is_regular();
+    }
+    if (op.node->kind == NodeKind::kStore) store = &op;
+  }
+  ASSERT_NE(store, nullptr);
+  EXPECT_GE(stored, 1) << (*p)->ToText();
+  EXPECT_NE(store->node->grid.chunk_shape(), (Shape{4, 150})) << "the store writes write chunks";
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<NDArray> r = compute(out, options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  rec->ExpectWithinBudget();
+  EXPECT_GT(rec->summary.intermediate_bytes_written, 0);
+  ExpectSameFilesAsThreads(spec, dst, build);
+  Result<NDArray> got = compute(from_zarr(dst, spec));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 21);
+  EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+  Result<std::shared_ptr<ZarrArray>> z = ZarrArray::Open(OpenStoreUrl(dst, false)->store, "");
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ((*z)->metadata().chunk_shape, (Shape{4, 150}));
+  EXPECT_EQ(FileBytes(spec.work_dir), 0);
+  EXPECT_GE(irregular, 1) << (*p)->ToText();
+}
+
 }  // namespace
 }  // namespace strata

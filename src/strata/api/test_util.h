@@ -117,10 +117,16 @@ void ForEachIndex(const Shape& shape, F f) {
 }
 
 // A fault injector (ComputeOptions::fault_injector) that fails the store
-// task of block row `row`, every attempt, with DataLoss "injected".
+// task writing chunk row `row` of its target (a task may write several rows
+// of chunks), every attempt, with DataLoss "injected".
 inline auto FailStoreRow(Index row) {
   return [row](const PlannedOp& op, std::span<const Index> block, int) {
-    if (op.node->kind == NodeKind::kStore && block[0] == row) return DataLossError("injected");
+    if (op.node->kind != NodeKind::kStore) return Status::Ok();
+    const Box box = op.node->grid.BlockBox(block);
+    const Index chunk = op.node->target->metadata().chunk_shape[0];
+    if (box.origin[0] <= row * chunk && row * chunk < box.origin[0] + box.shape[0]) {
+      return DataLossError("injected");
+    }
     return Status::Ok();
   };
 }

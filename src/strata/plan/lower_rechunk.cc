@@ -11,11 +11,15 @@
 //                     the RAM when spilling the excess per block costs less
 //                     than the stages (an estimate of disk time for both).
 //   multistage        rechunker's stages on the disk or object tier (forced,
-//                     or chosen by that estimate): a Zarr source is read in
-//                     place by the first stage (never copied first); each
-//                     stage is one op whose tasks copy a block of its copy
-//                     chunks from the previous array; its blocks are stored
-//                     for the next stage.
+//                     or chosen by that estimate), as Cubed runs them: a Zarr
+//                     source is read in place by the first stage (never
+//                     copied first); each stage is one op whose tasks copy a
+//                     block of its copy chunks from the previous array and
+//                     store it as rechunker's intermediate chunks (split to
+//                     fit both grids, StoredLayout); when the rechunk is only
+//                     written to Zarr (or returned), the last stage's tasks
+//                     write its consolidated write chunks, several target
+//                     chunks each, so that storing adds no task.
 //
 // The lowering claims the exchange's intermediate from the capacity ledger
 // (its placement, with PlaceIntermediate's reason, is what place_tiers then
@@ -180,13 +184,23 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
     return Status::Ok();
   }
 
-  // The stages. The last one produces the target chunks its readers key on.
+  // The stages. The last one produces the target chunks its readers key on,
+  // unless its one reader is a store of them (its tasks then write several
+  // target chunks each) or nothing reads it (its blocks are results).
+  const std::vector<const PlannedOp*> readers = ReadersOf(d, rechunk.get());
+  const bool requested = d.OpOf(*rechunk).is_output;
+  const PlannedOp* store = readers.size() == 1 && !requested &&
+                                   readers[0]->node->kind == NodeKind::kStore &&
+                                   readers[0]->node->grid == target
+                               ? readers[0]
+                               : nullptr;
+  const bool write_chunks = store != nullptr || (readers.empty() && requested);
   std::vector<std::string> steps;
   std::shared_ptr<const Node> previous = x;
   const size_t n = ops.size();
   for (size_t k = 0; k < n; ++k) {
     const bool last = k + 1 == n;
-    Shape copy = last ? target_chunks : ops[k].copy;
+    Shape copy = last && !write_chunks ? target_chunks : ops[k].copy;
     for (size_t i = 0; i < copy.size(); ++i) copy[i] = std::min(copy[i], std::max<Index>(1, shape[i]));
     STRATA_ASSIGN_OR_RETURN(ChunkGrid grid, ChunkGrid::Regular(shape, copy));
     std::shared_ptr<const Node> stage = ExchangeNode(
@@ -200,12 +214,22 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
                                       TierName(stage_tier), k + 1, n, rechunk->name)
                         : fmt::format("stage {} of {} of rechunk {}: multistage on the {} tier",
                                       k + 1, n, rechunk->name, TierName(stage_tier));
+      p.stored_grid = SplitGrid(shape, copy, ops[k].store);
       d.placed[stage.get()] = std::move(p);
     }
     steps.push_back(fmt::format("{} -> {}", ShapeToString(copy), ShapeToString(ops[k].store)));
     previous = std::move(stage);
   }
   d.replaced[rechunk.get()] = previous;
+  if (store) {
+    // The store's tasks take the last stage's blocks, each writing the
+    // target chunks it covers.
+    Node regridded = *store->node;
+    regridded.grid = previous->grid;
+    regridded.inputs = {previous};
+    regridded.maps = {InputMap::IdentityMap(previous->grid.grid_shape())};
+    d.replaced[store->node.get()] = MakeNode(std::move(regridded));
+  }
   d.decisions.push_back(fmt::format("{}: {}; max_mem {}, min_mem {}; copies {}", what, why,
                                     FormatBytes(max_mem), FormatBytes(min_mem),
                                     fmt::join(steps, ", ")));

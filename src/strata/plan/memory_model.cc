@@ -145,6 +145,10 @@ int64_t MemoryModel::Project(int index) const {
     write_extra = node.target->chunk_bytes() * node.target->codec().write_copies() +
                   (HasRaggedEdges(m.shape, m.chunk_shape) ? node.target->chunk_bytes() : 0);
   }
+  if (op.tier == Tier::kObject && op.stored_grid) {
+    // A block stored as several objects is staged one object at a time.
+    write_extra += op.stored_grid->max_block_elements() * node.dtype.size();
+  }
   return reserved_ + c.peak + write_extra;
 }
 

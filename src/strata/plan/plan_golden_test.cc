@@ -119,8 +119,7 @@ TEST(GoldenPlanTest, Era5OnDisk) {
   auto out = Store(Rechunk(Source(kEra5, {31, 721, 1440}, DTypeId::kFloat32), {350640, 10, 10}));
   auto plan = PlanOf(out, SpecOf(2'500'000'000, TierChoice::kDisk));
   ASSERT_TRUE(plan);
-  // TODO(wp18): Cubed's 16,167 once the last stage writes the target chunks.
-  EXPECT_LE(plan->total_tasks(), 23175);
+  EXPECT_LE(plan->total_tasks(), 16167);
   EXPECT_EQ(TasksOf(*plan, NodeKind::kZarrSource), 0) << "the source is read in place";
   ExpectCubedEra5Stages(*plan);
   for (const PlannedOp& op : plan->ops()) {

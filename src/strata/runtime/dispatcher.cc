@@ -106,7 +106,7 @@ Status Dispatcher::MakeTiers() {
         STRATA_RETURN_IF_ERROR(MakeRunDir(/*create=*/true));
         STRATA_ASSIGN_OR_RETURN(
             tier, DiskIntermediateStore::Create(fmt::format("{}/{}-int", run_dir_, StoreName(op)),
-                                                op.node->grid, op.node->dtype));
+                                                op.node->grid, op.node->dtype, op.stored_grid));
         break;
       }
       case Tier::kObject: {
@@ -120,7 +120,7 @@ Status Dispatcher::MakeTiers() {
         }
         tier = std::make_unique<ObjectIntermediateStore>(
             object_store_, JoinKey(object_prefix_, StoreName(op)), op.node->grid,
-            op.node->dtype, root_pool_->NewChild({"object tier reads", 0}));
+            op.node->dtype, root_pool_->NewChild({"object tier staging", 0}), op.stored_grid);
         break;
       }
     }

@@ -19,43 +19,6 @@
 namespace strata {
 namespace {
 
-// Closes a descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-Status WriteFile(const std::string& path, std::span<const std::byte> bytes) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return ErrnoToStatus(errno, fmt::format("creating {}", path));
-  const std::byte* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, fmt::format("writing {}", path));
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status ReadRegionFromFile(const std::string& path, const Shape& layout, const Box& region,
-                          const ArrayView& out) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoToStatus(errno, fmt::format("opening {}", path));
-  return PreadRegion(fd.get(), 0, layout, region, out, path);
-}
-
 // Maps the pages of [begin, end) of a shared mapping in one call instead of
 // one page fault per 4 KiB page (ShmStore builds huge pages only where the
 // kernel lets it, and faulting shmem pages one by one runs at a small
@@ -95,74 +58,6 @@ bool RamBudget::TryReserve(int64_t bytes) {
     if (used + bytes > capacity_) return false;
     if (used_.compare_exchange_weak(used, used + bytes)) return true;
   }
-}
-
-Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& region,
-                   const ArrayView& out, std::string_view what) {
-  const int rank = static_cast<int>(layout.size());
-  const int64_t item = out.dtype().size();
-  if (region.empty()) return Status::Ok();
-  // The longest run that is contiguous both in the file and in `out`: the
-  // last axis, plus every earlier axis whose later axes are whole.
-  Shape file_strides = ContiguousStrides(layout, item);
-  int first = rank;  // axes [first, rank) form one run
-  int64_t run = item;
-  for (int i = rank - 1; i >= 0; --i) {
-    if (out.byte_strides()[i] != run) break;
-    run *= region.shape[i];
-    first = i;
-    if (region.shape[i] != layout[i]) break;  // earlier axes cannot join
-  }
-  // Runs that follow each other in the file (e.g. the rows of a slice whole
-  // in the file but strided in `out`) are read by one preadv each.
-  std::vector<iovec> batch;
-  int64_t batch_offset = 0;
-  auto read_batch = [&]() -> Status {
-    size_t next = 0;
-    int64_t at = batch_offset;
-    while (next < batch.size()) {
-      const int count = static_cast<int>(std::min<size_t>(batch.size() - next, IOV_MAX));
-      ssize_t n = ::preadv(fd, batch.data() + next, count, at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoToStatus(errno, fmt::format("reading {}", what));
-      if (n == 0) return DataLossError(fmt::format("{} is shorter than its block", what));
-      at += n;
-      for (auto left = static_cast<size_t>(n); left > 0;) {  // a short read resumes mid-run
-        iovec& v = batch[next];
-        size_t step = std::min(left, v.iov_len);
-        v.iov_base = static_cast<std::byte*>(v.iov_base) + step;
-        v.iov_len -= step;
-        left -= step;
-        if (v.iov_len == 0) ++next;
-      }
-    }
-    batch.clear();
-    return Status::Ok();
-  };
-  // Walk the remaining axes [0, first).
-  Shape index(first, 0);
-  while (true) {
-    int64_t at = offset;
-    std::byte* dst = out.data();
-    for (int i = 0; i < rank; ++i) {
-      Index pos = region.origin[i] + (i < first ? index[i] : 0);
-      at += pos * file_strides[i];
-      if (i < first) dst += index[i] * out.byte_strides()[i];
-    }
-    if (!batch.empty() && (batch_offset + static_cast<int64_t>(batch.size()) * run != at ||
-                           batch.size() == IOV_MAX)) {
-      STRATA_RETURN_IF_ERROR(read_batch());
-    }
-    if (batch.empty()) batch_offset = at;
-    batch.push_back({dst, static_cast<size_t>(run)});
-    int i = first - 1;
-    for (; i >= 0; --i) {
-      if (++index[i] < region.shape[i]) break;
-      index[i] = 0;
-    }
-    if (i < 0) break;
-  }
-  return read_batch();
 }
 
 MemoryIntermediateStore::MemoryIntermediateStore(std::string name, DType dtype,
@@ -295,43 +190,55 @@ Status MemoryIntermediateStore::Cleanup() {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<DiskIntermediateStore>> DiskIntermediateStore::Create(std::string dir,
-                                                                             ChunkGrid grid,
-                                                                             DType dtype) {
+Result<std::unique_ptr<DiskIntermediateStore>> DiskIntermediateStore::Create(
+    std::string dir, ChunkGrid grid, DType dtype, std::optional<ChunkGrid> stored) {
   LocalStore::Options options;
   options.create = true;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<LocalStore> local, LocalStore::Open(dir, options));
   std::shared_ptr<LocalStore> store = std::move(local);
-  return std::unique_ptr<DiskIntermediateStore>(
-      new DiskIntermediateStore(std::move(dir), std::move(grid), dtype, store));
+  return std::unique_ptr<DiskIntermediateStore>(new DiskIntermediateStore(
+      std::move(dir), StoredLayout(std::move(grid), std::move(stored)), dtype, store));
 }
 
 DiskIntermediateStore::~DiskIntermediateStore() { Cleanup().IgnoreError(); }
 
-std::string DiskIntermediateStore::Key(std::span<const Index> block) const {
-  return block.empty() ? "0" : JoinIndices(block, '.');
-}
-
 Status DiskIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+  // Each stored piece is written straight from the block (its runs gathered
+  // by writev), to a temporary name first: a reader never sees a torn file.
+  for (const StoredLayout::Piece& piece : layout_.Pieces(block)) {
+    const std::string path = fmt::format("{}/{}", dir_, piece.key);
+    const std::string temporary = path + ".tmp";
+    STRATA_RETURN_IF_ERROR(WriteViewToFile(temporary, data.view().Slice(piece.in_region)));
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+      return ErrnoToStatus(errno, fmt::format("renaming {}", temporary));
+    }
+  }
   bytes_written_ += data.nbytes();
-  return store_->Set(Key(block), data.bytes());
+  return Status::Ok();
 }
 
 Result<std::shared_ptr<const NDArray>> DiskIntermediateStore::Get(std::span<const Index> block,
                                                                   MemoryPool& pool) {
-  STRATA_ASSIGN_OR_RETURN(NDArray a, NDArray::Allocate(pool, dtype_, grid_.BlockShape(block)));
-  STRATA_RETURN_IF_ERROR(store_->GetInto(Key(block), a.bytes()));
+  STRATA_ASSIGN_OR_RETURN(NDArray a,
+                          NDArray::Allocate(pool, dtype_, layout_.blocks().BlockShape(block)));
+  STRATA_RETURN_IF_ERROR(GetRegion(block, Box::FromShape(a.shape()), a.view()));
   return std::make_shared<const NDArray>(std::move(a));
 }
 
 Status DiskIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
                                         const ArrayView& out) {
-  return ReadRegionFromFile(fmt::format("{}/{}", dir_, Key(block)), grid_.BlockShape(block),
-                            region, out);
+  for (const StoredLayout::Piece& piece : layout_.Pieces(block, region)) {
+    STRATA_RETURN_IF_ERROR(ReadRegionFromFile(fmt::format("{}/{}", dir_, piece.key), piece.shape,
+                                              piece.in_piece, out.Slice(piece.in_region)));
+  }
+  return Status::Ok();
 }
 
 Status DiskIntermediateStore::Erase(std::span<const Index> block) {
-  return store_->Erase(Key(block));
+  for (const StoredLayout::Piece& piece : layout_.Pieces(block)) {
+    STRATA_RETURN_IF_ERROR(store_->Erase(piece.key));
+  }
+  return Status::Ok();
 }
 
 Status DiskIntermediateStore::Cleanup() {

@@ -10,7 +10,10 @@
 //                            past the capacity instead of falling off a cliff).
 //   DiskIntermediateStore    blocks go to uncompressed files under a run
 //                            directory in work_dir: raw C-order bytes of the
-//                            exact block shape, named by Zarr v2 chunk keys.
+//                            exact block shape, named by Zarr v2 chunk keys;
+//                            or, given a finer stored grid (a multistage
+//                            rechunk stage stores rechunker's intermediate
+//                            chunks), one file per stored chunk of a block.
 //   ShmIntermediateStore     blocks are objects of a ShmStore shared by the
 //                            worker processes of the `processes` executor;
 //                            readers get pinned zero-copy views. The store
@@ -32,13 +35,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "strata/base/status.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
+#include "strata/runtime/tier_io.h"
 #include "strata/storage/store.h"
 
 namespace strata {
@@ -106,12 +112,6 @@ class RamBudget {
   std::atomic<int64_t> used_{0};
 };
 
-// Reads `region` of a raw C-order block of `layout` shape stored at `offset`
-// in file `fd` into `out`: runs contiguous in both go in one piece, and runs
-// that follow each other in the file in one preadv.
-Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& region,
-                   const ArrayView& out, std::string_view what);
-
 class MemoryIntermediateStore : public IntermediateStore {
  public:
   // Block buffers are charged to `pool` while held. Blocks beyond `budget`
@@ -160,9 +160,10 @@ class MemoryIntermediateStore : public IntermediateStore {
 class DiskIntermediateStore : public IntermediateStore {
  public:
   // Creates the store for an array of `grid` and `dtype` under `dir`
-  // (a directory that must not exist yet).
-  static Result<std::unique_ptr<DiskIntermediateStore>> Create(std::string dir, ChunkGrid grid,
-                                                               DType dtype);
+  // (a directory that must not exist yet); blocks are stored in chunks of
+  // `stored` when given (see StoredLayout).
+  static Result<std::unique_ptr<DiskIntermediateStore>> Create(
+      std::string dir, ChunkGrid grid, DType dtype, std::optional<ChunkGrid> stored = {});
   ~DiskIntermediateStore() override;
   Status Put(std::span<const Index> block, NDArray data) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
@@ -174,13 +175,12 @@ class DiskIntermediateStore : public IntermediateStore {
   Status Cleanup() override;
 
  private:
-  DiskIntermediateStore(std::string dir, ChunkGrid grid, DType dtype,
+  DiskIntermediateStore(std::string dir, StoredLayout layout, DType dtype,
                         std::shared_ptr<LocalStore> store)
-      : dir_(std::move(dir)), grid_(std::move(grid)), dtype_(dtype), store_(std::move(store)) {}
-  std::string Key(std::span<const Index> block) const;
+      : dir_(std::move(dir)), layout_(std::move(layout)), dtype_(dtype), store_(std::move(store)) {}
 
   std::string dir_;
-  ChunkGrid grid_;
+  StoredLayout layout_;
   DType dtype_;
   std::shared_ptr<LocalStore> store_;
   std::atomic<int64_t> bytes_written_{0};

@@ -16,6 +16,7 @@
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/runtime/intermediate_store_test_util.h"
+#include "strata/plan/rechunk_plan.h"
 #include "strata/runtime/object_tier.h"
 #include "strata/runtime/shm_store.h"
 #include "strata/storage/store.h"
@@ -53,12 +54,22 @@ TierUnderTest SpillTier() {
   return t;
 }
 
-TierUnderTest DiskTier() {
+// Stored chunks finer than the blocks, of irregular sizes (as a multistage
+// rechunk stage stores them): chunks of 2 x 1 split to fit the blocks.
+std::optional<ChunkGrid> Split(const ChunkGrid& grid, bool split) {
+  if (!split || grid.rank() == 0) return std::nullopt;
+  Shape finer(grid.rank(), 1);
+  finer[0] = 2;
+  return SplitGrid(grid.shape(), grid.chunk_shape(), finer);
+}
+
+TierUnderTest DiskTier(bool split = false) {
   TierUnderTest t;
-  t.name = "disk";
-  t.make = [](const std::string& dir, const ChunkGrid& grid, DType dtype)
+  t.name = split ? "disk_stored_chunks" : "disk";
+  t.make = [split](const std::string& dir, const ChunkGrid& grid, DType dtype)
       -> Result<std::unique_ptr<IntermediateStore>> {
-    STRATA_ASSIGN_OR_RETURN(auto store, DiskIntermediateStore::Create(dir + "/int", grid, dtype));
+    STRATA_ASSIGN_OR_RETURN(
+        auto store, DiskIntermediateStore::Create(dir + "/int", grid, dtype, Split(grid, split)));
     return std::unique_ptr<IntermediateStore>(std::move(store));
   };
   t.counts_resident = false;
@@ -99,15 +110,15 @@ TierUnderTest ShmTier() {
 }
 
 // Objects in a MemoryStore (the S3Store suite covers S3 itself).
-TierUnderTest ObjectTier() {
+TierUnderTest ObjectTier(bool split = false) {
   auto store = std::make_shared<std::shared_ptr<Store>>();
   TierUnderTest t;
-  t.name = "object";
-  t.make = [store](const std::string&, const ChunkGrid& grid, DType dtype)
+  t.name = split ? "object_stored_chunks" : "object";
+  t.make = [store, split](const std::string&, const ChunkGrid& grid, DType dtype)
       -> Result<std::unique_ptr<IntermediateStore>> {
     *store = std::make_shared<MemoryStore>();
     return std::unique_ptr<IntermediateStore>(std::make_unique<ObjectIntermediateStore>(
-        *store, "run/array-001", grid, dtype, TierPool()));
+        *store, "run/array-001", grid, dtype, TierPool(), Split(grid, split)));
   };
   t.counts_resident = false;
   t.writes_everything = true;
@@ -119,8 +130,9 @@ TierUnderTest ObjectTier() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiers, IntermediateStoreConformance,
-                         ::testing::Values(MemoryTier(), SpillTier(), DiskTier(), ShmTier(),
-                                           ObjectTier()),
+                         ::testing::Values(MemoryTier(), SpillTier(), DiskTier(),
+                                           DiskTier(/*split=*/true), ShmTier(), ObjectTier(),
+                                           ObjectTier(/*split=*/true)),
                          testing_util::TierName);
 
 // A file holding `junk` bytes and then the raw C-order bytes of `block`.
@@ -192,6 +204,33 @@ TEST(PreadRegionTest, ManyRowsBeyondOneBatch) {
   ::close(fd);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(ArraysEqual(got.view().Slice(place), block.view()));
+}
+
+// Strided views written to a file are their C-order bytes, whatever their
+// strides (runs gathered by writev, batches past IOV_MAX included).
+TEST(WriteViewToFileTest, StridedViewsRoundTrip) {
+  TempDir dir;
+  auto pool = MemoryPool::Default()->NewChild({"test", 0});
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int rank = 1 + static_cast<int>(rng() % 3);
+    Shape outer(rank);
+    for (Index& n : outer) n = 1 + static_cast<Index>(rng() % 9);
+    if (trial == 0) outer = {3000, 3};  // more rows than one writev takes
+    NDArray whole = *NDArray::Allocate(*pool, DTypeId::kInt16, outer);
+    FillSynthetic(whole.view(), Box::FromShape(outer), outer, trial);
+    Box part{Shape(rank), Shape(rank)};
+    for (int i = 0; i < rank; ++i) {
+      part.origin[i] = static_cast<Index>(rng() % outer[i]);
+      part.shape[i] = 1 + static_cast<Index>(rng() % (outer[i] - part.origin[i]));
+    }
+    if (trial == 0) part = Box({0, 1}, {3000, 1});
+    const std::string path = dir.path() + "/view" + std::to_string(trial);
+    ASSERT_TRUE(WriteViewToFile(path, whole.view().Slice(part)).ok());
+    NDArray back = *NDArray::Zeros(*pool, DTypeId::kInt16, part.shape);
+    ASSERT_TRUE(ReadRegionFromFile(path, part.shape, Box::FromShape(part.shape), back.view()).ok());
+    EXPECT_TRUE(ArraysEqual(back.view(), whole.view().Slice(part))) << "trial " << trial;
+  }
 }
 
 TEST(PreadRegionTest, ShortFileIsDataLossNamingIt) {

@@ -4,10 +4,11 @@
 // Each object is DELETEd when its block's last reader finishes, and
 // Cleanup() removes whatever is left, so a bucket needs no lifecycle rule.
 //
-// GetRegion asks for the one byte range that spans the region (a single GET)
-// into a staging buffer of at most one block, then copies the region out:
-// per-run range requests would cost one round trip per row. The planner
-// counts that staging buffer in the projection of tasks that read this tier.
+// GetRegion asks, per stored object, for the one byte range that spans the
+// region (a single GET) into a staging buffer of at most one object, then
+// copies the region out: per-run range requests would cost one round trip per
+// row. The planner counts that staging buffer in the projection of tasks that
+// read this tier.
 //
 // Thread-safety: every method is safe to call concurrently.
 #ifndef STRATA_RUNTIME_OBJECT_TIER_H_
@@ -24,10 +25,13 @@ namespace strata {
 
 class ObjectIntermediateStore : public IntermediateStore {
  public:
-  // Blocks go to `store` under `prefix` (e.g. "strata-run-123/array-004").
-  // Staging buffers of GetRegion come from `scratch`.
+  // Blocks go to `store` under `prefix` (e.g. "strata-run-123/array-004"),
+  // in chunks of `stored` when given (see StoredLayout). Staging buffers of
+  // GetRegion (and of Put, for a block split into several objects) come
+  // from `scratch`.
   ObjectIntermediateStore(std::shared_ptr<Store> store, std::string prefix, ChunkGrid grid,
-                          DType dtype, std::shared_ptr<MemoryPool> scratch);
+                          DType dtype, std::shared_ptr<MemoryPool> scratch,
+                          std::optional<ChunkGrid> stored = {});
   ~ObjectIntermediateStore() override;
   Status Put(std::span<const Index> block, NDArray data) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
@@ -39,11 +43,11 @@ class ObjectIntermediateStore : public IntermediateStore {
   Status Cleanup() override;
 
  private:
-  std::string Key(std::span<const Index> block) const;
+  std::string Key(const std::string& piece) const;
 
   std::shared_ptr<Store> store_;
   std::string prefix_;
-  ChunkGrid grid_;
+  StoredLayout layout_;
   DType dtype_;
   std::shared_ptr<MemoryPool> scratch_;
   std::atomic<int64_t> bytes_written_{0};

@@ -226,6 +226,30 @@ Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, con
   return node.region_fn(views, out);
 }
 
+Status TaskRunner::WriteStoreBlock(const Node& node, std::span<const Index> block,
+                                   const ConstArrayView& data, Frame& frame) {
+  ZarrArray& array = *node.target->array();
+  const ChunkGrid& chunks = array.grid();
+  if (chunks == node.grid) return array.WriteChunk(block, data, *frame.pool);
+  // A task block of several whole chunks (a rechunk's consolidated write
+  // chunks, a shard): each is encoded and written in turn.
+  const Box box = node.grid.BlockBox(block);
+  Shape first, last;
+  chunks.BlockRangeOf(box, first, last);
+  Shape c = first;
+  while (true) {
+    const Box cbox = chunks.BlockBox(c);
+    STRATA_RETURN_IF_ERROR(array.WriteChunk(c, data.Slice(Translate(cbox, box.origin)), *frame.pool));
+    int i = static_cast<int>(c.size()) - 1;
+    for (; i >= 0; --i) {
+      if (++c[i] < last[i]) break;
+      c[i] = first[i];
+    }
+    if (i < 0) break;
+  }
+  return Status::Ok();
+}
+
 Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
@@ -240,7 +264,7 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures) {
   auto t0 = Clock::now();
   if (node.kind == NodeKind::kStore) {
     STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
-    STRATA_RETURN_IF_ERROR(node.target->array()->WriteChunk(block, in.view, *frame.pool));
+    STRATA_RETURN_IF_ERROR(WriteStoreBlock(node, block, in.view, frame));
   } else {
     STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
     frame.fetched.clear();  // inputs are no longer needed

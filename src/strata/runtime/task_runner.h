@@ -84,6 +84,10 @@ class TaskRunner {
   Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, Frame& frame);
   Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
                            Frame& frame);
+  // Writes a store task's block: one Zarr chunk, or each of the chunks it
+  // covers.
+  Status WriteStoreBlock(const Node& node, std::span<const Index> block,
+                         const ConstArrayView& data, Frame& frame);
   // The array `node`'s block is computed into: for the block a task stores
   // in a tier, the tier's own buffer where it has one (a ShmStore object,
   // sealed by Put without a copy); else from the task's pool.
