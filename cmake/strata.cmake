@@ -8,7 +8,10 @@ function(strata_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
-  set(props ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR};STRATA_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  # gtest_discover_tests flattens PROPERTIES into one list: a value holding
+  # ';' would split into stray property names (a second ENVIRONMENT entry
+  # once swallowed LABELS that way), so each value here is a single item.
+  set(props ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
   endif()

@@ -22,6 +22,7 @@
 
 #include "strata/api/internal.h"
 #include "strata/base/byte_size.h"
+#include "strata/base/tuning.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -40,7 +41,7 @@ ArrayView DropLeadingAxis(const ArrayView& v) {
 int ChooseGroupSplitEvery(int64_t state_block_bytes, const Spec& spec) {
   const int64_t budget = internal_api::TaskMemoryBudget(spec);
   const int64_t fit = (budget / std::max<int64_t>(1, state_block_bytes) - 1) / 2;
-  return static_cast<int>(std::clamp<int64_t>(fit, 2, 16));
+  return static_cast<int>(std::clamp<int64_t>(fit, 2, GetTuning().max_split_every));
 }
 
 }  // namespace

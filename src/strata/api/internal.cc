@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/tuning.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -95,7 +96,7 @@ Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, 
   }
   // Auto: whole trailing axes, split the leading ones to fit the target.
   const int64_t allowed = ResolveSpecLocally(spec).allowed_mem;
-  const int64_t target = std::max<int64_t>(allowed / 8, 1 << 20);
+  const int64_t target = std::max<int64_t>(allowed / 8, GetTuning().auto_chunk_min_bytes);
   Shape c = shape;
   for (Index& d : c) d = std::max<Index>(d, 1);
   for (size_t i = 0; i < c.size(); ++i) {

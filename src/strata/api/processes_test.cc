@@ -17,6 +17,7 @@
 #include "strata/api/test_util.h"
 #include "strata/base/check.h"
 #include "strata/base/temp_dir.h"
+#include "strata/base/tuning.h"
 #include "strata/core/synthetic.h"
 #include "strata/runtime/intermediate_store.h"
 #include "strata/runtime/shm_store.h"
@@ -96,7 +97,8 @@ TEST_P(ProcessesTierTest, IntermediatesThroughTierMatchThreads) {
   }
   switch (GetParam().tier) {
     case TierChoice::kMemory:
-      EXPECT_EQ(written[1], 0);
+      // Under STRATA_TINY the memory tier has 64 KiB of RAM and spills.
+      if (!GetTuning().tiny) EXPECT_EQ(written[1], 0);
       break;
     case TierChoice::kDisk:
       EXPECT_EQ(written[1], written[0]);

@@ -17,6 +17,7 @@
 
 #include "strata/api/test_util.h"
 #include "strata/base/temp_dir.h"
+#include "strata/base/tuning.h"
 #include "strata/core/synthetic.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
@@ -221,10 +222,11 @@ TEST_P(RechunkTest, TiersWriteWhatTheySay) {
     const int64_t bytes = 400 * 600 * 8;
     SCOPED_TRACE((*p)->ToText());
     if (tier == TierChoice::kMemory) {
-      EXPECT_EQ(written, 0);
+      // Under STRATA_TINY the memory tier has 64 KiB of RAM and spills.
+      if (!GetTuning().tiny) EXPECT_EQ(written, 0);
     } else if (tier == TierChoice::kSpill) {
       EXPECT_GT(written, 0);
-      if (GetParam() == ExecutorKind::kThreads) {
+      if (GetParam() == ExecutorKind::kThreads && !GetTuning().tiny) {
         EXPECT_LT(written, bytes);  // only the excess
       } else {
         EXPECT_LE(written, bytes);  // each block at most once
@@ -245,6 +247,9 @@ TEST_P(RechunkTest, SeedCaseTiersAndMemory) {
   const Shape shape = {10000, 10000};
   WriteSource(dir.path() + "/src.zarr", shape, {10000, 1000}, 42);
   for (const char* total : {"", "600MB"}) {
+    // Under STRATA_TINY the RAM for intermediates is capped, so the default
+    // case spills too: the 600MB case covers it.
+    if (!*total && GetTuning().tiny) continue;
     SCOPED_TRACE(total);
     Spec spec;
     spec.allowed_mem = "400MB";

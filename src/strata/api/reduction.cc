@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "strata/api/internal.h"
+#include "strata/base/tuning.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -29,7 +30,7 @@ int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, con
   // Inputs + their gathered copy + the output.
   int64_t fit = budget / std::max<int64_t>(1, 3 * state_block_bytes);
   double per_axis = std::pow(static_cast<double>(std::max<int64_t>(fit, 2)), 1.0 / std::max(1, num_axes));
-  return std::clamp(static_cast<int>(per_axis), 2, 16);
+  return std::clamp(static_cast<int>(per_axis), 2, GetTuning().max_split_every);
 }
 
 }  // namespace
@@ -94,7 +95,8 @@ Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOption
     Shape array_shape = x.shape();
     // When x is a fused elementwise chain, the runtime lets this op compute it
     // strip by strip (BlockRequest::compute_region): strips along the first
-    // kept axis, about kStreamStripBytes each, so x's block is never whole.
+    // kept axis, about Tuning::stream_strip_bytes each, so x's block is never
+    // whole.
     const Shape nominal = x.chunksize();
     int strip_axis = -1;
     for (int a = 0; a < rank; ++a) {
@@ -107,7 +109,8 @@ Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOption
     int64_t strip_elements = NumElements(nominal);
     if (strip_axis >= 0) {
       const Index row = NumElements(nominal) / nominal[strip_axis];
-      strip_rows = std::clamp<Index>(kStreamStripBytes / (16 * std::max<Index>(row, 1)), 1,
+      const int64_t strip_bytes = GetTuning().stream_strip_bytes;
+      strip_rows = std::clamp<Index>(strip_bytes / (16 * std::max<Index>(row, 1)), 1,
                                      nominal[strip_axis]);
       strip_elements = strip_rows * row;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/tuning.h"
 
 namespace strata {
 
@@ -21,6 +22,11 @@ CapacityLedger CapacityLedger::For(const ResolvedSpec& spec, int64_t result_byte
     capacity = intermediate_bytes / 2;
     l.halved_ = true;
   }
+  if (const int64_t cap = GetTuning().ram_for_intermediates_cap; cap >= 0 && cap < capacity) {
+    capacity = cap;
+    l.halved_ = false;
+    l.tiny_ = true;
+  }
   l.capacity_ = std::max<int64_t>(0, capacity);
   return l;
 }
@@ -36,6 +42,7 @@ std::string CapacityLedger::Formula() const {
                               FormatBytes(total_), workers_, FormatBytes(allowed_),
                               FormatBytes(results_));
   if (halved_) f += "; spill tier forced: half the intermediates";
+  if (tiny_) f += "; capped by STRATA_TINY";
   return f;
 }
 

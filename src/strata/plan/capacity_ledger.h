@@ -43,6 +43,7 @@ class CapacityLedger {
   int64_t allowed_ = 0;
   int64_t results_ = 0;
   bool halved_ = false;
+  bool tiny_ = false;
 };
 
 }  // namespace strata

@@ -98,9 +98,6 @@ using RegionFunction =
 // Fills any box (in array coordinates) of a virtual array.
 using FillFunction = std::function<Status(const Box& box, const ArrayView& out)>;
 
-// Scratch per level of a streamed elementwise chain: strips of at most this
-// many bytes (for the memory projection and the strip size).
-inline constexpr int64_t kStreamStripBytes = int64_t{1} << 20;
 
 // Returns the output block (shape == request.box.shape, dtype == the node's).
 using BlockFunction = std::function<Result<NDArray>(const BlockRequest&)>;
