@@ -13,6 +13,7 @@ packages=(
   libcurl4-openssl-dev
   libopenmpi-dev openmpi-bin
   python3-zarr python3-numpy python3-pytest python3-dask
+  python3-dev pybind11-dev python3-hypothesis python3-tqdm graphviz
 )
 
 missing=()

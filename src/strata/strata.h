@@ -259,6 +259,18 @@ using MapBlocksFunction = std::function<Result<NDArray>(
 // the scratch memory fn needs per call.
 Array map_blocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType dtype,
                  Shape chunks = {}, int64_t extra_mem = 0, std::string name = "map_blocks");
+// The same with every option named. `calling_process_only`, when set, says
+// why fn must run in the calling process (e.g. "calls a Python function"):
+// such an op is refused on the processes and mpi executors, here when the
+// inputs' spec names one and by the planner otherwise.
+struct MapBlocksOptions {
+  Shape chunks;
+  int64_t extra_mem = 0;
+  std::string name = "map_blocks";
+  std::string calling_process_only;
+};
+Array map_blocks(const MapBlocksOptions& options, MapBlocksFunction fn,
+                 const std::vector<Array>& arrays, DType dtype);
 
 // ------------------------------------------------------------------- group-by
 

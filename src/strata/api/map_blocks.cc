@@ -14,9 +14,10 @@
 #include "strata/strata.h"
 
 namespace strata {
+namespace {
 
-Array map_blocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType dtype, Shape chunks,
-                 int64_t extra_mem, std::string name) {
+Array MapBlocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType dtype, Shape chunks,
+                int64_t extra_mem, std::string name, const std::string& calling_process_only) {
   if (Status s = internal_api::FirstError(arrays); !s.ok()) return Array::FromStatus(s);
   if (arrays.empty()) {
     return Array::FromStatus(
@@ -90,7 +91,32 @@ Array map_blocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType d
   auto spec = internal_api::SpecOf(arrays);
   return internal_api::MakeBlockwise(std::move(name), std::move(shape), dtype, std::move(grid),
                                      std::move(u->inputs), std::move(u->maps), std::move(block_fn),
-                                     extra_mem, std::move(spec));
+                                     extra_mem, std::move(spec), NodeKind::kBlockwise,
+                                     [&](Node& node) {
+                                       node.calling_process_only = calling_process_only;
+                                     });
+}
+
+}  // namespace
+
+Array map_blocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType dtype, Shape chunks,
+                 int64_t extra_mem, std::string name) {
+  return MapBlocks(std::move(fn), arrays, dtype, std::move(chunks), extra_mem, std::move(name), "");
+}
+
+Array map_blocks(const MapBlocksOptions& options, MapBlocksFunction fn,
+                 const std::vector<Array>& arrays, DType dtype) {
+  if (!options.calling_process_only.empty()) {
+    const ExecutorKind executor = internal_api::SpecOf(arrays)->executor;
+    if (executor == ExecutorKind::kProcesses || executor == ExecutorKind::kMpi) {
+      return Array::FromStatus(InvalidArgumentError(fmt::format(
+          "{}: the function {}, so it cannot run on the {} executor; use the threads or inline "
+          "executor",
+          options.name, options.calling_process_only, ExecutorName(executor))));
+    }
+  }
+  return MapBlocks(std::move(fn), arrays, dtype, options.chunks, options.extra_mem, options.name,
+                   options.calling_process_only);
 }
 
 }  // namespace strata

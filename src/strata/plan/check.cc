@@ -20,8 +20,17 @@ Status CheckBudget(const PlanDraft& d) {
         FormatBytes(spec.allowed_mem)));
   }
   for (const PlannedOp& op : d.ops) {
-    if (op.materialized && op.projected_mem > d.spec.allowed_mem) {
+    if (!op.node->calling_process_only.empty() && (spec.executor == ExecutorKind::kProcesses ||
+                                                   spec.executor == ExecutorKind::kMpi)) {
       return InvalidArgumentError(fmt::format(
+          "op '{}' ({}) {}, so it cannot run on the {} executor; use the threads or inline "
+          "executor",
+          op.node->op_name, op.node->name, op.node->calling_process_only,
+          ExecutorName(spec.executor)));
+    }
+    if (op.materialized && op.projected_mem > d.spec.allowed_mem) {
+      // ResourceExhausted: the plan does not fit its memory (Python's PlanError).
+      return ResourceExhaustedError(fmt::format(
           "op '{}' ({}) projects {} per task, over allowed_mem {} (chunks {} of {}, reserved_mem "
           "{}); use smaller chunks or raise allowed_mem",
           op.node->op_name, op.node->name, FormatBytes(op.projected_mem),

@@ -139,6 +139,10 @@ struct Node {
   int64_t rechunk_min_mem = -1;
   // Scratch memory a task of this op needs beyond its inputs and output.
   int64_t extra_mem = 0;
+  // Non-empty: this op's function can run only in the calling process (it
+  // calls back into the caller's Python interpreter, say), so the planner
+  // refuses it on the processes and mpi executors, giving this reason.
+  std::string calling_process_only;
   // kZarrSource: the array read.
   std::shared_ptr<ZarrArray> zarr;
   // kStore: the array written.

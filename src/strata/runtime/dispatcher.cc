@@ -212,6 +212,12 @@ void Dispatcher::WorkerLoop(int worker) {
   std::unique_lock lock(mu_);
   while (true) {
     if (!fatal_.ok() || scheduler_->done()) break;
+    if (options_.cancel && options_.cancel->load()) {
+      fatal_ = CancelledError(
+          fmt::format("compute cancelled with {} tasks left", scheduler_->tasks_remaining()));
+      cv_.notify_all();
+      break;
+    }
     bool wake = false;
     std::optional<Attempt> attempt = scheduler_->Next(worker, &wake);
     if (!attempt) {

@@ -31,6 +31,7 @@
 #ifndef STRATA_RUNTIME_EXECUTOR_H_
 #define STRATA_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,6 +52,10 @@ struct ComputeOptions {
   // (retryable or not, as the status says).
   std::function<Status(const PlannedOp& op, std::span<const Index> block, int attempt)>
       fault_injector;
+  // Cancellation: when it becomes true (set from any thread, e.g. on Ctrl-C)
+  // no new task starts, running tasks finish, intermediates are cleaned up as
+  // after any failure, and Execute returns Cancelled. Null: not cancellable.
+  std::shared_ptr<const std::atomic<bool>> cancel;
 };
 
 struct ComputeResult {

@@ -1,0 +1,349 @@
+"""strata.Array: a lazy chunked array, an Array API array.
+
+Building an Array never touches data; compute(), numpy conversion and the
+scalar conversions (bool(x), float(x), ...) run the plan.
+"""
+import operator
+
+import numpy as np
+
+from . import _core
+from ._core import _strata
+
+
+def _wrap(handle):
+    a = Array.__new__(Array)
+    a._h = handle
+    return a
+
+
+def _as_operand(x, what):
+    """An Array's handle, a Python scalar as it is, or a numpy array/scalar as
+    an Array (zero-copy). TypeError for anything else."""
+    if isinstance(x, Array):
+        return x._h
+    if _core.is_python_scalar(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        from ._creation import asarray
+        return asarray(x)._h
+    raise TypeError(f"{what}: unsupported operand type {type(x).__name__} "
+                    "(expected a strata.Array, a numpy array or a Python scalar)")
+
+
+def _binary(name, a, b):
+    return _wrap(_strata.binary(name, _as_operand(a, name), _as_operand(b, name)))
+
+
+def _operator(name, reflected=False):
+    def op(self, other):
+        if not (isinstance(other, (Array, np.ndarray, np.generic)) or
+                _core.is_python_scalar(other)):
+            return NotImplemented
+        return _binary(name, other, self) if reflected else _binary(name, self, other)
+    op.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return op
+
+
+def _inplace(symbol):
+    def op(self, other):
+        raise TypeError(f"strata arrays are immutable: write x = x {symbol} y "
+                        f"instead of x {symbol}= y")
+    return op
+
+
+class Array:
+    """A lazy chunked array (strata.Array). See the package docstring."""
+
+    __slots__ = ("_h", "__weakref__")
+
+    # numpy defers to Array for `ndarray (op) Array` (no __array_ufunc__ yet;
+    # issue 19 adds NEP-18 support).
+    __array_ufunc__ = None
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("strata.Array is not built directly: use strata.asarray, "
+                        "strata.from_array, strata.zeros, strata.from_zarr, ...")
+
+    # ---------------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return self._h.shape
+
+    @property
+    def dtype(self):
+        return _core.to_dtype(self._h.dtype)
+
+    @property
+    def ndim(self):
+        return len(self._h.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self._h.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self):
+        return self._h.nbytes
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def to_device(self, device, /, *, stream=None):
+        if device != "cpu":
+            raise ValueError(f"strata arrays live on the 'cpu' device, not {device!r}")
+        return self
+
+    @property
+    def chunks(self):
+        """Block sizes per axis, as Dask gives them: ((5, 5, 2), (10,))."""
+        return self._h.chunks
+
+    @property
+    def chunksize(self):
+        return self._h.chunksize
+
+    @property
+    def numblocks(self):
+        return self._h.numblocks
+
+    @property
+    def npartitions(self):
+        n = 1
+        for b in self._h.numblocks:
+            n *= b
+        return n
+
+    @property
+    def name(self):
+        return self._h.name
+
+    @property
+    def spec(self):
+        from ._spec import Spec
+        return Spec._from_cpp(self._h.spec)
+
+    @property
+    def T(self):
+        from ._functions import permute_dims
+        if self.ndim != 2:
+            raise ValueError(f"x.T is for 2-d arrays (this one has {self.ndim} dimensions); "
+                             "use strata.permute_dims")
+        return permute_dims(self, (1, 0))
+
+    @property
+    def mT(self):
+        from ._functions import matrix_transpose
+        return matrix_transpose(self)
+
+    @property
+    def real(self):
+        return _wrap(_strata.unary("real", self._h))
+
+    @property
+    def imag(self):
+        return _wrap(_strata.unary("imag", self._h))
+
+    def conj(self):
+        return _wrap(_strata.unary("conj", self._h))
+
+    def __array_namespace__(self, /, *, api_version=None):
+        import strata
+        if api_version is not None and api_version not in ("2021.12", "2022.12"):
+            raise ValueError(f"strata implements the Array API 2021.12 and 2022.12, "
+                             f"not {api_version!r}")
+        return strata
+
+    def __repr__(self):
+        return (f"strata.Array<{self.name}, shape={self.shape}, dtype={self.dtype}, "
+                f"chunksize={self.chunksize}>")
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # ----------------------------------------------------------------- operators
+    __add__ = _operator("add")
+    __radd__ = _operator("add", True)
+    __sub__ = _operator("subtract")
+    __rsub__ = _operator("subtract", True)
+    __mul__ = _operator("multiply")
+    __rmul__ = _operator("multiply", True)
+    __truediv__ = _operator("divide")
+    __rtruediv__ = _operator("divide", True)
+    __floordiv__ = _operator("floor_divide")
+    __rfloordiv__ = _operator("floor_divide", True)
+    __mod__ = _operator("remainder")
+    __rmod__ = _operator("remainder", True)
+    __pow__ = _operator("pow")
+    __rpow__ = _operator("pow", True)
+    __and__ = _operator("bitwise_and")
+    __rand__ = _operator("bitwise_and", True)
+    __or__ = _operator("bitwise_or")
+    __ror__ = _operator("bitwise_or", True)
+    __xor__ = _operator("bitwise_xor")
+    __rxor__ = _operator("bitwise_xor", True)
+    __lshift__ = _operator("bitwise_left_shift")
+    __rlshift__ = _operator("bitwise_left_shift", True)
+    __rshift__ = _operator("bitwise_right_shift")
+    __rrshift__ = _operator("bitwise_right_shift", True)
+    __eq__ = _operator("equal")
+    __ne__ = _operator("not_equal")
+    __lt__ = _operator("less")
+    __le__ = _operator("less_equal")
+    __gt__ = _operator("greater")
+    __ge__ = _operator("greater_equal")
+    __hash__ = None
+
+    def __matmul__(self, other):
+        from ._functions import matmul
+        if not isinstance(other, (Array, np.ndarray)):
+            return NotImplemented
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from ._functions import matmul
+        if not isinstance(other, (Array, np.ndarray)):
+            return NotImplemented
+        return matmul(other, self)
+
+    def __neg__(self):
+        return _wrap(_strata.unary("negative", self._h))
+
+    def __pos__(self):
+        return _wrap(_strata.unary("positive", self._h))
+
+    def __abs__(self):
+        return _wrap(_strata.unary("abs", self._h))
+
+    def __invert__(self):
+        return _wrap(_strata.unary("bitwise_invert", self._h))
+
+    __iadd__ = _inplace("+")
+    __isub__ = _inplace("-")
+    __imul__ = _inplace("*")
+    __itruediv__ = _inplace("/")
+    __ifloordiv__ = _inplace("//")
+    __imod__ = _inplace("%")
+    __ipow__ = _inplace("**")
+    __iand__ = _inplace("&")
+    __ior__ = _inplace("|")
+    __ixor__ = _inplace("^")
+    __ilshift__ = _inplace("<<")
+    __irshift__ = _inplace(">>")
+    __imatmul__ = _inplace("@")
+
+    def __setitem__(self, key, value):
+        raise TypeError("strata arrays are immutable: build a new array (strata.where, "
+                        "strata.concat) instead of assigning into one")
+
+    def __getitem__(self, key):
+        from ._indexing import getitem
+        return getitem(self, key)
+
+    # ------------------------------------------------- conversions (they compute)
+    def compute(self, **kwargs):
+        """Runs the plan; returns a numpy array over the engine's buffer."""
+        from ._compute import compute
+        return compute(self, **kwargs)[0]
+
+    def _scalar(self, kind):
+        if self.ndim != 0 and self.size != 1:
+            raise TypeError(f"only size-1 arrays can be converted to Python scalars "
+                            f"({kind}(); this one has shape {self.shape})")
+        return self.compute().reshape(()).item()
+
+    def __bool__(self):
+        return bool(self._scalar("bool"))
+
+    def __int__(self):
+        if self.dtype.kind == "c":
+            raise TypeError("int() of a complex array")
+        v = self._scalar("int")
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise (ValueError if v != v else OverflowError)(f"cannot convert {v} to int")
+        return int(v)
+
+    def __float__(self):
+        if self.dtype.kind == "c":
+            raise TypeError("float() of a complex array")
+        return float(self._scalar("float"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex"))
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return operator.index(self._scalar("index"))
+
+    def __array__(self, dtype=None):
+        a = self.compute()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __dlpack__(self, /, *, stream=None):
+        if stream is not None:
+            raise ValueError("strata arrays live on the CPU: stream must be None")
+        return self.compute().__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    # -------------------------------------------------- conveniences (Dask names)
+    def rechunk(self, chunks):
+        return _wrap(_strata.rechunk(self._h, _core.chunks_arg(chunks, self.ndim)))
+
+    def astype(self, dtype, /, *, copy=True):
+        from ._functions import astype
+        return astype(self, dtype, copy=copy)
+
+    def reshape(self, *shape):
+        from ._functions import reshape
+        return reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def visualize(self, filename="strata", format=None):
+        from ._compute import visualize
+        return visualize(self, filename=filename, format=format)
+
+    def plan(self):
+        from ._compute import plan
+        return plan(self)
+
+    def to_zarr(self, store, path=None, **kwargs):
+        from ._io import to_zarr
+        return to_zarr(self, store, path, **kwargs)
+
+    def map_blocks(self, func, *args, **kwargs):
+        from ._compute import map_blocks
+        return map_blocks(func, self, *args, **kwargs)
+
+    def sum(self, axis=None, dtype=None, keepdims=False):
+        from ._functions import sum
+        return sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        from ._functions import mean
+        return mean(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        from ._functions import min
+        return min(self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        from ._functions import max
+        return max(self, axis=axis, keepdims=keepdims)

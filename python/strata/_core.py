@@ -1,0 +1,100 @@
+"""The extension module and the conversions every part of the package shares.
+
+Everything that decides something about arrays is in C++ (src/strata/api/);
+this module only turns Python objects into what `_strata` takes.
+"""
+import numbers
+import operator
+
+import numpy as np
+
+from . import _strata  # noqa: F401  (the C++ engine)
+
+PlanError = _strata.PlanError
+
+# At exit, computes still running (on daemon threads) are cancelled and
+# waited for, so that no engine thread outlives the interpreter.
+import atexit as _atexit  # noqa: E402
+_atexit.register(_strata._shutdown)
+
+# The dtypes Strata computes with, as numpy dtype objects (as Cubed does), so
+# that `x.dtype == strata.float64` and `np.dtype(x.dtype)` both work.
+_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float32", "float64", "complex64", "complex128")
+DTYPES = {name: np.dtype(name) for name in _DTYPE_NAMES}
+
+
+def dtype_name(dtype, what="dtype"):
+    """The Strata name of `dtype` (a numpy dtype, a type, a name), or TypeError."""
+    if dtype is None:
+        raise TypeError(f"{what}: a dtype is required")
+    try:
+        d = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from e
+    if d.name not in DTYPES or (d.byteorder not in ("=", "|") and d != d.newbyteorder("=")):
+        raise TypeError(f"{what}: {d} is not a dtype Strata supports "
+                        f"(it has {', '.join(_DTYPE_NAMES)})")
+    return d.name
+
+
+def to_dtype(name):
+    return DTYPES[name]
+
+
+def shape_tuple(shape, what="shape"):
+    """An int or a sequence of ints as a tuple of ints."""
+    if isinstance(shape, (bool, np.bool_)):
+        raise TypeError(f"{what}: expected an int or a tuple of ints, got {shape!r}")
+    if isinstance(shape, numbers.Integral) or hasattr(shape, "__index__"):
+        return (operator.index(shape),)
+    try:
+        items = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{what}: expected an int or a tuple of ints, got "
+                        f"{type(shape).__name__}") from None
+    out = []
+    for s in items:
+        if isinstance(s, (bool, np.bool_)) or not hasattr(s, "__index__"):
+            raise TypeError(f"{what}: expected ints, got {s!r} in {shape!r}")
+        out.append(operator.index(s))
+    return tuple(out)
+
+
+def chunks_arg(chunks, ndim):
+    """Python's ways of writing chunks, in the forms `_strata` converts.
+
+    A dict {axis: size} (Dask) becomes a tuple with "auto" elsewhere; the
+    rules themselves (auto sizing, -1/None, sizes) are in api/chunks.h.
+    """
+    if chunks is None:
+        return "auto"
+    if isinstance(chunks, dict):
+        out = ["auto"] * ndim
+        for axis, c in chunks.items():
+            a = operator.index(axis)
+            if not -ndim <= a < ndim:
+                raise ValueError(f"chunks: axis {axis} is out of range for rank {ndim}")
+            out[a % ndim] = c
+        return tuple(out)
+    if isinstance(chunks, (bool, np.bool_)):
+        raise TypeError(f"chunks: expected 'auto', an int or a tuple, got {chunks!r}")
+    if isinstance(chunks, np.integer):
+        return int(chunks)
+    if isinstance(chunks, list):
+        return tuple(chunks)
+    return chunks
+
+
+def spec_arg(spec):
+    """The `_strata.Spec` of a strata.Spec (or None for the defaults)."""
+    if spec is None:
+        return None
+    cpp = getattr(spec, "_cpp", None)
+    if cpp is None:
+        raise TypeError(f"spec: expected a strata.Spec, got {type(spec).__name__}")
+    return cpp
+
+
+def is_python_scalar(x):
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)

@@ -1,0 +1,173 @@
+"""Creation functions: the Array API's, with Cubed's `chunks=` and `spec=`."""
+import numbers
+import os
+
+import numpy as np
+
+from . import _core
+from ._array import Array, _wrap
+from ._core import _strata, chunks_arg, dtype_name, shape_tuple, spec_arg
+
+
+def _check_device(device):
+    if device not in (None, "cpu"):
+        raise ValueError(f"strata arrays live on the 'cpu' device, not {device!r}")
+
+
+def zeros(shape, *, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    s = shape_tuple(shape)
+    return _wrap(_strata.zeros(s, chunks_arg(chunks, len(s)), dtype_name(dtype or "float64"),
+                               spec_arg(spec)))
+
+
+def ones(shape, *, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    s = shape_tuple(shape)
+    return _wrap(_strata.ones(s, chunks_arg(chunks, len(s)), dtype_name(dtype or "float64"),
+                              spec_arg(spec)))
+
+
+def empty(shape, *, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    s = shape_tuple(shape)
+    return _wrap(_strata.empty(s, chunks_arg(chunks, len(s)), dtype_name(dtype or "float64"),
+                               spec_arg(spec)))
+
+
+def full(shape, fill_value, *, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    s = shape_tuple(shape)
+    if isinstance(fill_value, Array):
+        if fill_value.ndim != 0:
+            raise ValueError("full: fill_value must be a scalar")
+        fill_value = fill_value.compute().item()
+    if isinstance(fill_value, np.generic):
+        if dtype is None:
+            dtype = fill_value.dtype
+        fill_value = fill_value.item()
+    if not _core.is_python_scalar(fill_value):
+        raise TypeError(f"full: fill_value must be a bool, int, float or complex, "
+                        f"got {type(fill_value).__name__}")
+    return _wrap(_strata.full(s, fill_value, chunks_arg(chunks, len(s)),
+                              None if dtype is None else dtype_name(dtype), spec_arg(spec)))
+
+
+def _real(v, what):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.generic)):
+        raise TypeError(f"{what} must be a real number, got {type(v).__name__}")
+    return v
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    if stop is None:
+        start, stop = 0, start
+    for v, what in ((start, "arange: start"), (stop, "arange: stop"), (step, "arange: step")):
+        _real(v, what)
+    # The dtype of Python ints is int64 (the Array API's default integer).
+    if dtype is None and not all(isinstance(v, numbers.Integral) for v in (start, stop, step)):
+        dtype = "float64"
+    return _wrap(_strata.arange(float(start), float(stop), float(step), chunks_arg(chunks, 1),
+                                None if dtype is None else dtype_name(dtype), spec_arg(spec)))
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, chunks="auto",
+             spec=None):
+    _check_device(device)
+    if isinstance(start, complex) or isinstance(stop, complex):
+        raise TypeError("linspace: complex start/stop are not supported")
+    return _wrap(_strata.linspace(float(start), float(stop), int(num), bool(endpoint),
+                                  chunks_arg(chunks, 1), dtype_name(dtype or "float64"),
+                                  spec_arg(spec)))
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, chunks="auto", spec=None):
+    _check_device(device)
+    n = int(n_rows)
+    m = n if n_cols is None else int(n_cols)
+    return _wrap(_strata.eye(n, m, int(k), chunks_arg(chunks, 2),
+                             dtype_name(dtype or "float64"), spec_arg(spec)))
+
+
+def _numpy_of(obj, dtype, copy):
+    """obj as a numpy array Strata can share: C-contiguous, aligned, native
+    byte order, a supported dtype. Copies only when it must (or copy=True)."""
+    if isinstance(obj, np.ndarray):
+        a = obj
+    elif _core.is_python_scalar(obj) or isinstance(obj, (list, tuple)):
+        a = np.asarray(obj)
+        if a.dtype.kind == "O" or a.dtype.kind == "U":
+            raise TypeError(f"asarray: cannot make an array of {type(obj).__name__} "
+                            f"holding {a.dtype} values")
+    elif hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or \
+            hasattr(obj, "__dlpack__"):
+        a = np.asarray(obj) if not hasattr(obj, "__dlpack__") or hasattr(obj, "__array__") \
+            else np.from_dlpack(obj)
+    else:
+        try:
+            a = np.asarray(memoryview(obj))
+        except TypeError:
+            raise TypeError(f"asarray: cannot make an array from {type(obj).__name__}") from None
+    if dtype is not None:
+        target = _core.DTYPES[dtype_name(dtype, "asarray: dtype")]
+        if a.dtype != target:
+            if copy is False:
+                raise ValueError(f"asarray: {a.dtype} to {target} needs a copy, and copy=False")
+            a = a.astype(target)
+            copy = None
+    try:
+        dtype_name(a.dtype, "asarray")
+    except TypeError:
+        if a.dtype.kind in "biufc" and a.dtype.byteorder not in ("=", "|"):
+            a = a.astype(a.dtype.newbyteorder("="))
+        else:
+            raise
+    if copy:
+        return np.array(a, order="C", copy=True)
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        if copy is False:
+            raise ValueError("asarray: a non-contiguous array needs a copy, and copy=False")
+        a = np.ascontiguousarray(a)
+    return a
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None, chunks="auto", spec=None):
+    """obj as a strata Array. numpy arrays (and anything numpy converts) are
+    shared, not copied, when they are C-contiguous, aligned and of a supported
+    dtype; copy=True copies, copy=False refuses to."""
+    _check_device(device)
+    if isinstance(obj, Array):
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            if copy is False:
+                raise ValueError("asarray: changing the dtype needs a copy, and copy=False")
+            obj = _wrap(_strata.astype(obj._h, dtype_name(dtype)))
+        if chunks != "auto" and chunks is not None:
+            obj = obj.rechunk(chunks)
+        return obj
+    if isinstance(obj, (list, tuple)) and any(isinstance(v, Array) for v in obj):
+        obj = [np.asarray(v) for v in obj]
+    a = _numpy_of(obj, dtype, copy)
+    return _wrap(_strata.asarray(a, chunks_arg(chunks, a.ndim), spec_arg(spec)))
+
+
+def from_array(x, chunks="auto", spec=None):
+    """Cubed's from_array: a numpy (or array-like) as a strata Array, shared
+    without a copy where possible."""
+    return asarray(x, chunks=chunks, spec=spec)
+
+
+def from_dlpack(x, /):
+    """An object with __dlpack__ (a numpy array, a computed result) as an
+    Array, through numpy's zero-copy from_dlpack."""
+    if isinstance(x, Array):
+        return x
+    return asarray(np.from_dlpack(x))
+
+
+def _path(p, what):
+    if isinstance(p, os.PathLike):
+        p = os.fspath(p)
+    if not isinstance(p, str):
+        raise TypeError(f"{what}: expected a path or URL string, got {type(p).__name__}")
+    return p

@@ -1,0 +1,327 @@
+"""The Array API's functions over the C++ ops: elementwise, reductions,
+linear algebra, manipulation, searching. Each converts its arguments and calls
+the one C++ op of the same meaning."""
+import builtins
+import operator
+
+import numpy as np
+
+from . import _core
+from ._array import Array, _as_operand, _binary, _wrap
+from ._core import _strata, dtype_name, shape_tuple
+
+# Array API names of C++ ops whose C++ (numpy) name differs.
+_UNARY_ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan"}
+_BINARY_ALIASES = {"atan2": "arctan2"}
+
+
+def _array(x, what):
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        from ._creation import asarray
+        return asarray(x)
+    raise TypeError(f"{what}: expected a strata.Array, got {type(x).__name__}")
+
+
+def _make_unary(api_name, op):
+    def f(x, /):
+        return _wrap(_strata.unary(op, _array(x, api_name)._h))
+    f.__name__ = f.__qualname__ = api_name
+    f.__doc__ = f"Elementwise {api_name} (the C++ op '{op}')."
+    return f
+
+
+def _make_binary(api_name, op):
+    def f(x1, x2, /):
+        if not isinstance(x1, Array) and not isinstance(x2, Array) and \
+                not isinstance(x1, np.ndarray) and not isinstance(x2, np.ndarray):
+            raise TypeError(f"{api_name}: at least one argument must be an array")
+        return _binary(op, x1, x2)
+    f.__name__ = f.__qualname__ = api_name
+    f.__doc__ = f"Elementwise {api_name} with broadcasting (the C++ op '{op}')."
+    return f
+
+
+def elementwise_functions():
+    """{name: function} for every elementwise op the C++ API has, under its
+    C++ name and its Array API name."""
+    out = {}
+    for op in _strata.unary_ops():
+        out[op] = _make_unary(op, op)
+    for op in _strata.binary_ops():
+        out[op] = _make_binary(op, op)
+    for api, op in _UNARY_ALIASES.items():
+        if op in out:
+            out[api] = _make_unary(api, op)
+    for api, op in _BINARY_ALIASES.items():
+        if op in out:
+            out[api] = _make_binary(api, op)
+    return out
+
+
+# ------------------------------------------------------------------ reductions
+
+def _axes(axis, ndim):
+    """None (every axis) or a list of ints."""
+    if axis is None:
+        return None
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be an int or a tuple of ints, got {axis!r}")
+    if hasattr(axis, "__index__"):
+        return [operator.index(axis)]
+    if not isinstance(axis, (tuple, list)) or not builtins.all(
+            hasattr(a, "__index__") and not isinstance(a, (bool, np.bool_)) for a in axis):
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+    return [operator.index(a) for a in axis]
+
+
+def _reduce(name, x, axis, keepdims, ddof=0, split_every=0):
+    x = _array(x, name)
+    axes = _axes(axis, x.ndim)
+    if axes == []:
+        # axis=(): nothing is reduced. The C++ API reads [] as "every axis",
+        # so the reduction runs over a new length-1 axis instead.
+        y = _wrap(_strata.expand_dims(x._h, 0))
+        r = _wrap(_strata.reduce(name, y._h, [0], bool(keepdims), split_every, ddof))
+        return r
+    return _wrap(_strata.reduce(name, x._h, axes, bool(keepdims), split_every, ddof))
+
+
+def _cast_first(x, dtype, what):
+    x = _array(x, what)
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        x = _wrap(_strata.astype(x._h, dtype_name(dtype, what)))
+    return x
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
+    return _reduce("sum", _cast_first(x, dtype, "sum"), axis, keepdims,
+                   split_every=split_every or 0)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
+    return _reduce("prod", _cast_first(x, dtype, "prod"), axis, keepdims,
+                   split_every=split_every or 0)
+
+
+def mean(x, /, *, axis=None, keepdims=False, split_every=None):
+    return _reduce("mean", x, axis, keepdims, split_every=split_every or 0)
+
+
+def min(x, /, *, axis=None, keepdims=False, split_every=None):
+    return _reduce("min", x, axis, keepdims, split_every=split_every or 0)
+
+
+def max(x, /, *, axis=None, keepdims=False, split_every=None):
+    return _reduce("max", x, axis, keepdims, split_every=split_every or 0)
+
+
+def _ddof(correction):
+    if isinstance(correction, (bool, np.bool_)):
+        raise TypeError("correction must be a number")
+    if float(correction) != int(correction) or correction < 0:
+        raise ValueError(f"correction must be a non-negative whole number, got {correction}")
+    return int(correction)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False, split_every=None):
+    return _reduce("var", x, axis, keepdims, _ddof(correction), split_every or 0)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False, split_every=None):
+    return _reduce("std", x, axis, keepdims, _ddof(correction), split_every or 0)
+
+
+def all(x, /, *, axis=None, keepdims=False):
+    return _reduce("all", x, axis, keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False):
+    return _reduce("any", x, axis, keepdims)
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    return _reduce("count_nonzero", x, axis, keepdims)
+
+
+def _one_axis(axis, what):
+    if axis is None:
+        return None
+    if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
+        raise TypeError(f"{what}: axis must be an int or None, got {axis!r}")
+    return operator.index(axis)
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    x = _array(x, "argmin")
+    return _wrap(_strata.argmin(x._h, _one_axis(axis, "argmin"), bool(keepdims)))
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    x = _array(x, "argmax")
+    return _wrap(_strata.argmax(x._h, _one_axis(axis, "argmax"), bool(keepdims)))
+
+
+# ----------------------------------------------------------------- elementwise
+
+def where(condition, x1, x2, /):
+    c = _array(condition, "where")
+    return _wrap(_strata.where(c._h, _as_operand(x1, "where"), _as_operand(x2, "where")))
+
+
+def clip(x, /, min=None, max=None):
+    x = _array(x, "clip")
+    lo = None if min is None else _as_operand(min, "clip")
+    hi = None if max is None else _as_operand(max, "clip")
+    if isinstance(lo, _strata.Array) != isinstance(hi, _strata.Array):
+        # One bound an array, the other a scalar or absent: both as arrays.
+        from ._creation import full
+        if lo is None or hi is None:
+            raise TypeError("clip: with an array bound give the other bound too")
+        if not isinstance(lo, _strata.Array):
+            lo = full((), lo, dtype=x.dtype)._h
+        else:
+            hi = full((), hi, dtype=x.dtype)._h
+    return _wrap(_strata.clip(x._h, lo, hi))
+
+
+def astype(x, dtype, /, *, copy=True):
+    x = _array(x, "astype")
+    name = dtype_name(dtype, "astype")
+    if name == x._h.dtype:
+        return x
+    return _wrap(_strata.astype(x._h, name))
+
+
+# ------------------------------------------------------------- linear algebra
+
+def matmul(x1, x2, /):
+    a, b = _array(x1, "matmul"), _array(x2, "matmul")
+    return _wrap(_strata.matmul(a._h, b._h))
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    a, b = _array(x1, "tensordot"), _array(x2, "tensordot")
+    if isinstance(axes, (bool, np.bool_)):
+        raise TypeError("tensordot: axes must be an int or a pair of sequences")
+    if hasattr(axes, "__index__"):
+        n = operator.index(axes)
+        if n < 0:
+            raise ValueError(f"tensordot: axes must be non-negative, got {n}")
+        a_axes = list(range(a.ndim - n, a.ndim))
+        b_axes = list(range(n))
+    else:
+        a_axes, b_axes = axes
+        a_axes = [operator.index(i) for i in a_axes]
+        b_axes = [operator.index(i) for i in b_axes]
+    return _wrap(_strata.tensordot(a._h, b._h, a_axes, b_axes))
+
+
+def matrix_transpose(x, /):
+    x = _array(x, "matrix_transpose")
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, has {x.ndim}")
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return _wrap(_strata.permute_dims(x._h, axes))
+
+
+# --------------------------------------------------------------- manipulation
+
+def permute_dims(x, /, axes):
+    x = _array(x, "permute_dims")
+    return _wrap(_strata.permute_dims(x._h, [operator.index(a) for a in axes]))
+
+
+def expand_dims(x, /, *, axis=0):
+    x = _array(x, "expand_dims")
+    return _wrap(_strata.expand_dims(x._h, operator.index(axis)))
+
+
+def squeeze(x, /, axis):
+    x = _array(x, "squeeze")
+    axes = _axes(axis, x.ndim)
+    if not axes:
+        return x
+    return _wrap(_strata.squeeze(x._h, axes))
+
+
+def broadcast_to(x, /, shape):
+    x = _array(x, "broadcast_to")
+    return _wrap(_strata.broadcast_to(x._h, list(shape_tuple(shape))))
+
+
+def _arrays(arrays, what):
+    if isinstance(arrays, Array) or not isinstance(arrays, (list, tuple)):
+        raise TypeError(f"{what}: expected a list or tuple of arrays, "
+                        f"got {type(arrays).__name__}")
+    return [_array(a, what) for a in arrays]
+
+
+def concat(arrays, /, *, axis=0):
+    xs = _arrays(arrays, "concat")
+    if axis is None:
+        # The Array API's axis=None: the arrays flattened, then joined.
+        xs = [_wrap(_strata.reshape(a._h, [a.size])) for a in xs]
+        axis = 0
+    return _wrap(_strata.concat([a._h for a in xs], operator.index(axis)))
+
+
+concatenate = concat
+
+
+def stack(arrays, /, *, axis=0):
+    xs = _arrays(arrays, "stack")
+    return _wrap(_strata.stack([a._h for a in xs], operator.index(axis)))
+
+
+def flip(x, /, *, axis=None):
+    x = _array(x, "flip")
+    axes = _axes(axis, x.ndim)
+    if axes == []:
+        return x
+    return _wrap(_strata.flip(x._h, axes or []))
+
+
+def reshape(x, /, shape, *, copy=None):
+    x = _array(x, "reshape")
+    if copy is False:
+        raise ValueError("reshape: strata arrays are lazy; copy=False cannot be promised")
+    return _wrap(_strata.reshape(x._h, list(shape_tuple(shape))))
+
+
+def rechunk(x, /, chunks):
+    return _array(x, "rechunk").rechunk(chunks)
+
+
+def take(x, indices, /, *, axis=None):
+    x = _array(x, "take")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError("take: axis is required for arrays of more than one dimension")
+        axis = 0
+    if isinstance(indices, Array):
+        indices = indices.compute()
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or idx.dtype.kind not in "iu":
+        raise IndexError("take: indices must be a 1-d array of integers")
+    return _wrap(_strata.take(x._h, [int(i) for i in idx], operator.index(axis)))
+
+
+def groupby_reduce(x, labels, /, *, axis, func="sum", num_groups=0):
+    """Reduces x along axis by integer group labels (Strata's group-by)."""
+    x = _array(x, "groupby_reduce")
+    if isinstance(labels, Array):
+        labels = labels.compute()
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.dtype.kind not in "iu":
+        raise TypeError("groupby_reduce: labels must be a 1-d array of integers")
+    return _wrap(_strata.groupby_reduce(x._h, [int(v) for v in lab], operator.index(axis),
+                                        func, int(num_groups)))
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("builtins", "operator",
+                                                                     "np", "Array",
+                                                                     "dtype_name",
+                                                                     "shape_tuple")]

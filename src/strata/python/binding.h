@@ -1,0 +1,89 @@
+// Shared pieces of the `_strata` extension module: the thin skin between
+// Python and the C++ API (argument conversion, GIL release, exception
+// translation). Nothing here decides anything about arrays; that is api/'s.
+//
+// Thread-safety: every function here is called with the GIL held unless its
+// comment says otherwise.
+#ifndef STRATA_PYTHON_BINDING_H_
+#define STRATA_PYTHON_BINDING_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/api/chunks.h"
+#include "strata/base/status.h"
+#include "strata/core/ndarray.h"
+#include "strata/strata.h"
+
+namespace strata::python {
+
+namespace py = pybind11;
+
+// Where a failed Status came from: errors of planning (a plan over
+// allowed_mem) become strata.PlanError; the same code while running is a
+// MemoryError.
+enum class Phase { kBuild, kPlan, kCompute };
+
+// A failed Status on its way to Python (see RegisterErrors).
+struct StatusError : std::exception {
+  StatusError(Status s, Phase p) : status(std::move(s)), phase(p) {}
+  const char* what() const noexcept override { return "strata error"; }
+  Status status;
+  Phase phase;
+};
+
+[[noreturn]] inline void Throw(const Status& status, Phase phase = Phase::kBuild) {
+  throw StatusError(status, phase);
+}
+inline void Check(const Status& status, Phase phase = Phase::kBuild) {
+  if (!status.ok()) Throw(status, phase);
+}
+template <typename T>
+T Unwrap(Result<T> r, Phase phase = Phase::kBuild) {
+  if (!r.ok()) Throw(r.status(), phase);
+  return std::move(r).value();
+}
+// An Array in an error state raises here: Python code gets its exception
+// where the bad operation is written, as with numpy, Dask and Cubed.
+inline Array Checked(Array a) {
+  if (!a.ok()) Throw(a.status());
+  return a;
+}
+
+// Python exceptions raised inside tasks (map_blocks functions): kept here and
+// re-raised as they are when the compute's error reaches Python. The Status
+// carries "[python exception N]" to find it.
+std::string StashPythonError(py::error_already_set& e);
+
+void RegisterErrors(py::module_& m);
+
+// Conversions.
+DType ToDType(const std::string& name);
+Scalar ToScalar(py::handle h);
+bool IsScalar(py::handle h);
+ChunksRequest ToChunks(py::handle h);
+Spec ToSpec(py::handle h);  // a _strata.Spec or None (defaults)
+// x with exactly `grid` (no-op when it already has it).
+Array WithGrid(Array x, const ChunkGrid& grid);
+
+// NDArray <-> numpy without copies: a result becomes a numpy array whose base
+// is a capsule owning the NDArray; a numpy array (C-contiguous, aligned,
+// native byte order, checked by the caller) becomes an NDArray over its
+// memory, keeping a reference to it.
+py::array ToNumpy(NDArray a);
+std::shared_ptr<const NDArray> FromNumpy(py::array a);
+// A read-only numpy view of `v`, valid while `base` lives.
+py::array ViewToNumpy(const ConstArrayView& v, py::handle base);
+
+void RegisterArray(py::module_& m);
+void RegisterCompute(py::module_& m);
+
+}  // namespace strata::python
+
+#endif  // STRATA_PYTHON_BINDING_H_

@@ -1,0 +1,9 @@
+// The `_strata` extension module: the C++ API for the `strata` package.
+#include "strata/python/binding.h"
+
+PYBIND11_MODULE(_strata, m) {
+  m.doc() = "Strata's C++ engine; use it through the `strata` package.";
+  strata::python::RegisterErrors(m);
+  strata::python::RegisterArray(m);
+  strata::python::RegisterCompute(m);
+}

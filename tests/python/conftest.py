@@ -1,0 +1,54 @@
+"""Fixtures for the `strata` package's own suites.
+
+Run by ctest (tests/CMakeLists.txt) with Debian's interpreter and the build
+tree's package on PYTHONPATH; by hand:
+    PYTHONPATH=build/release/python /usr/bin/python3 -m pytest tests/python
+(the debug build's module is ASan-instrumented: it needs
+LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+and ASAN_OPTIONS=detect_leaks=0, as tests/CMakeLists.txt sets).
+"""
+import numpy as np
+import pytest
+
+import strata
+
+
+@pytest.fixture
+def spec(tmp_path):
+    # Small budgets keep the suites fast and make plans multi-block.
+    return strata.Spec(work_dir=tmp_path / "work", allowed_mem="100MB", reserved_mem="1MB",
+                       workers=2)
+
+
+@pytest.fixture
+def rng(request):
+    # A seed per test, reported on failure, so any failure can be replayed.
+    seed = abs(hash(request.node.nodeid)) % (2 ** 32)
+    return np.random.default_rng(seed)
+
+
+def random_chunks(rng, shape):
+    """A random regular chunking of `shape` (1 to the whole axis per axis)."""
+    return tuple(int(rng.integers(1, d + 1)) if d > 0 else 1 for d in shape)
+
+
+def random_shape(rng, max_ndim=3, max_extent=9):
+    ndim = int(rng.integers(0, max_ndim + 1))
+    return tuple(int(rng.integers(0 if rng.random() < 0.05 else 1, max_extent + 1))
+                 for _ in range(ndim))
+
+
+def assert_eq(actual, expected, rtol=1e-12, atol=0):
+    """`actual` (a strata.Array or numpy) equals numpy's `expected`: same shape,
+    dtype and values (NaN equal to NaN)."""
+    if isinstance(actual, strata.Array):
+        assert actual.shape == np.shape(expected), (actual.shape, np.shape(expected))
+        actual = actual.compute()
+    expected = np.asarray(expected)
+    assert isinstance(actual, np.ndarray)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    if actual.dtype.kind in "fc":
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(actual, expected)

@@ -1,0 +1,364 @@
+"""Every function of the namespace against numpy, on random shapes and
+chunkings (each test draws its own seeded cases)."""
+import numpy as np
+import pytest
+
+import strata
+from conftest import assert_eq, random_chunks, random_shape
+
+CASES = 6
+
+
+def cases(rng, dtype=np.float64, low=-3.0, high=3.0, max_ndim=3, min_ndim=0):
+    for _ in range(CASES):
+        shape = random_shape(rng, max_ndim)
+        while len(shape) < min_ndim:
+            shape = shape + (int(rng.integers(1, 6)),)
+        if np.dtype(dtype).kind == "f":
+            a = rng.uniform(low, high, shape).astype(dtype)
+        elif np.dtype(dtype).kind == "b":
+            a = rng.random(shape) < 0.5
+        else:
+            a = rng.integers(int(low), int(high) + 1, shape).astype(dtype)
+        yield a, strata.asarray(a, chunks=random_chunks(rng, shape))
+
+
+UNARY = {
+    "abs": (np.abs, -3, 3), "negative": (np.negative, -3, 3), "positive": (np.positive, -3, 3),
+    "square": (np.square, -3, 3), "sqrt": (np.sqrt, 0, 9), "exp": (np.exp, -3, 3),
+    "expm1": (np.expm1, -3, 3), "log": (np.log, 0.1, 9), "log1p": (np.log1p, 0, 9),
+    "log2": (np.log2, 0.1, 9), "log10": (np.log10, 0.1, 9), "sin": (np.sin, -3, 3),
+    "cos": (np.cos, -3, 3), "tan": (np.tan, -1, 1), "asin": (np.arcsin, -1, 1),
+    "acos": (np.arccos, -1, 1), "atan": (np.arctan, -3, 3), "sinh": (np.sinh, -3, 3),
+    "cosh": (np.cosh, -3, 3), "tanh": (np.tanh, -3, 3), "floor": (np.floor, -3, 3),
+    "ceil": (np.ceil, -3, 3), "round": (np.round, -3, 3), "trunc": (np.trunc, -3, 3),
+    "sign": (np.sign, -3, 3), "isnan": (np.isnan, -3, 3), "isinf": (np.isinf, -3, 3),
+    "isfinite": (np.isfinite, -3, 3), "logical_not": (np.logical_not, -1, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(name, rng):
+    fn, low, high = UNARY[name]
+    for a, x in cases(rng, low=low, high=high):
+        assert_eq(getattr(strata, name)(x), fn(a), rtol=1e-12, atol=1e-15)
+
+
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "floor_divide": np.floor_divide, "remainder": np.remainder, "pow": np.power,
+    "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "minimum": np.minimum, "maximum": np.maximum, "atan2": np.arctan2,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_broadcasting(name, rng):
+    fn = BINARY[name]
+    for a, x in cases(rng, low=0.5, high=3):
+        # b broadcasts against a: a trailing subset of a's axes, some of extent 1.
+        k = int(rng.integers(0, a.ndim + 1))
+        bshape = tuple(d if rng.random() < 0.7 else 1 for d in a.shape[a.ndim - k:])
+        b = rng.uniform(0.5, 3, bshape)
+        y = strata.asarray(b, chunks=random_chunks(rng, bshape))
+        assert_eq(getattr(strata, name)(x, y), fn(a, b))
+        assert_eq(getattr(strata, name)(y, x), fn(b, a))
+
+
+INT_BINARY = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+              "bitwise_xor": np.bitwise_xor, "bitwise_left_shift": np.left_shift,
+              "bitwise_right_shift": np.right_shift, "floor_divide": np.floor_divide,
+              "remainder": np.remainder}
+
+
+@pytest.mark.parametrize("name", sorted(INT_BINARY))
+def test_integer_binary(name, rng):
+    for a, x in cases(rng, dtype=np.int32, low=1, high=20):
+        b = rng.integers(1, 5, a.shape).astype(np.int32)
+        y = strata.asarray(b, chunks=random_chunks(rng, a.shape))
+        assert_eq(getattr(strata, name)(x, y), INT_BINARY[name](a, b))
+
+
+def test_operators_and_scalars(rng):
+    for a, x in cases(rng, low=0.5, high=3):
+        assert_eq(x + 1, a + 1)
+        assert_eq(2 - x, 2 - a)
+        assert_eq(x * 2.5, a * 2.5)
+        assert_eq(1 / x, 1 / a)
+        assert_eq(x // 0.7, a // 0.7)
+        assert_eq(x % 0.7, a % 0.7)
+        assert_eq(x ** 2, a ** 2)
+        assert_eq(2 ** x, 2 ** a)
+        assert_eq(-x, -a)
+        assert_eq(+x, +a)
+        assert_eq(abs(x - 1.5), abs(a - 1.5))
+        assert_eq(x > 1.5, a > 1.5)
+        assert_eq(x <= 1.5, a <= 1.5)
+        assert_eq(x == x, a == a)
+        assert_eq(x != 1.0, a != 1.0)
+        # numpy on the left defers to strata (zero-copy asarray of numpy).
+        res = a + x
+        assert isinstance(res, strata.Array)
+        assert_eq(res, a + a)
+    for a, x in cases(rng, dtype=np.int64, low=0, high=50):
+        assert_eq(x & 7, a & 7)
+        assert_eq(3 | x, 3 | a)
+        assert_eq(x ^ 5, a ^ 5)
+        assert_eq(x << 2, a << 2)
+        assert_eq(x >> 1, a >> 1)
+        assert_eq(~x, ~a)
+    # Python scalars take the array's dtype (Array API), as numpy 2 does.
+    f32 = strata.asarray(np.ones(3, np.float32))
+    assert (f32 + 1.5).dtype == np.float32
+    i8 = strata.asarray(np.ones(3, np.int8))
+    assert (i8 * 3).dtype == np.int8
+
+
+def test_type_promotion():
+    pairs = [("int8", "int16", "int16"), ("uint8", "int8", "int16"), ("int32", "float32",
+                                                                      "float32"),
+             ("float32", "float64", "float64"), ("bool", "int8", "int8"),
+             ("float32", "complex64", "complex64"), ("uint16", "uint32", "uint32")]
+    for a, b, want in pairs:
+        x = strata.ones(2, dtype=a)
+        y = strata.ones(2, dtype=b)
+        assert (x + y).dtype == np.dtype(want), (a, b)
+        assert strata.add(x, y).compute().dtype == np.dtype(want)
+
+
+REDUCTIONS = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "min": np.min, "max": np.max,
+              "var": np.var, "std": np.std}
+
+
+def random_axis(rng, ndim):
+    r = rng.random()
+    if r < 0.3 or ndim == 0:
+        return None
+    if r < 0.6:
+        return int(rng.integers(-ndim, ndim))
+    k = int(rng.integers(1, ndim + 1))
+    return tuple(int(v) for v in rng.choice(ndim, k, replace=False))
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions(name, rng):
+    for a, x in cases(rng, low=0.5, high=1.5):
+        if a.size == 0 and name in ("min", "max", "mean", "var", "std"):
+            continue
+        axis = random_axis(rng, a.ndim)
+        keepdims = bool(rng.random() < 0.5)
+        assert_eq(getattr(strata, name)(x, axis=axis, keepdims=keepdims),
+                  REDUCTIONS[name](a, axis=axis, keepdims=keepdims), rtol=1e-10)
+
+
+def test_var_std_correction(rng):
+    for a, x in cases(rng, min_ndim=1):
+        if a.size < 2:
+            continue
+        assert_eq(strata.var(x, correction=1), np.var(a, ddof=1), rtol=1e-10)
+        assert_eq(strata.std(x, axis=0, correction=1), np.std(a, axis=0, ddof=1), rtol=1e-10)
+
+
+def test_logical_reductions_and_arg(rng):
+    for a, x in cases(rng, dtype=np.bool_):
+        axis = random_axis(rng, a.ndim)
+        assert_eq(strata.all(x, axis=axis), np.all(a, axis=axis))
+        assert_eq(strata.any(x, axis=axis), np.any(a, axis=axis))
+        assert_eq(strata.count_nonzero(x, axis=axis), np.count_nonzero(a, axis=axis))
+    for a, x in cases(rng, min_ndim=1):
+        if a.size == 0:
+            continue
+        axis = int(rng.integers(-a.ndim, a.ndim)) if rng.random() < 0.7 else None
+        if axis is not None and a.shape[axis] == 0:
+            continue
+        assert_eq(strata.argmax(x, axis=axis), np.argmax(a, axis=axis))
+        assert_eq(strata.argmin(x, axis=axis), np.argmin(a, axis=axis))
+        assert_eq(strata.argmax(x, axis=axis, keepdims=True),
+                  np.argmax(a, axis=axis, keepdims=True))
+
+
+def test_reduction_dtypes():
+    x = strata.ones((4, 4), dtype="int32", chunks=2)
+    assert_eq(strata.sum(x, dtype=strata.int64), np.ones((4, 4), np.int32).sum(dtype=np.int64))
+    assert strata.sum(x, dtype="float32").dtype == np.float32
+    assert strata.mean(strata.ones(4, dtype="float32")).dtype == np.float32
+
+
+def test_manipulation(rng):
+    for a, x in cases(rng, min_ndim=1):
+        perm = tuple(int(v) for v in rng.permutation(a.ndim))
+        assert_eq(strata.permute_dims(x, perm), np.transpose(a, perm))
+        ax = int(rng.integers(-a.ndim - 1, a.ndim + 1))
+        assert_eq(strata.expand_dims(x, axis=ax), np.expand_dims(a, ax))
+        assert_eq(strata.flip(x), np.flip(a))
+        fa = int(rng.integers(0, a.ndim))
+        assert_eq(strata.flip(x, axis=fa), np.flip(a, fa))
+        assert_eq(strata.reshape(x, (-1,)), a.reshape(-1))
+        assert_eq(strata.reshape(x, a.shape[::-1]), a.reshape(a.shape[::-1]))
+        assert_eq(strata.broadcast_to(x, (2,) + a.shape), np.broadcast_to(a, (2,) + a.shape))
+        ones = tuple(i for i, d in enumerate(a.shape) if d == 1)
+        if ones:
+            assert_eq(strata.squeeze(x, axis=ones), np.squeeze(a, ones))
+        c = random_chunks(rng, a.shape)
+        y = x.rechunk(c)
+        assert y.chunksize == tuple(min(ci, max(d, 1)) for ci, d in zip(c, a.shape))
+        assert_eq(y, a)
+        if a.ndim == 2:
+            assert_eq(x.T, a.T)
+            assert_eq(x.mT, a.T)
+
+
+def test_concat_stack(rng):
+    for a, x in cases(rng, min_ndim=1):
+        b = rng.random(a.shape)
+        y = strata.asarray(b, chunks=random_chunks(rng, a.shape))
+        axis = int(rng.integers(-a.ndim, a.ndim))
+        assert_eq(strata.concat([x, y], axis=axis), np.concatenate([a, b], axis=axis))
+        assert_eq(strata.concat((x, y), axis=None), np.concatenate([a, b], axis=None))
+        sa = int(rng.integers(-a.ndim - 1, a.ndim + 1))
+        assert_eq(strata.stack([x, y, x], axis=sa), np.stack([a, b, a], axis=sa))
+
+
+def test_linalg(rng):
+    for _ in range(CASES):
+        n, k, m = (int(v) for v in rng.integers(1, 12, 3))
+        a, b = rng.random((n, k)), rng.random((k, m))
+        x = strata.asarray(a, chunks=random_chunks(rng, a.shape))
+        y = strata.asarray(b, chunks=random_chunks(rng, b.shape))
+        assert_eq(strata.matmul(x, y), a @ b, rtol=1e-10)
+        assert_eq(x @ y, a @ b, rtol=1e-10)
+        assert_eq(strata.tensordot(x, y, axes=1), np.tensordot(a, b, axes=1), rtol=1e-10)
+        assert_eq(strata.tensordot(x, y, axes=([1], [0])), np.tensordot(a, b, axes=([1], [0])),
+                  rtol=1e-10)
+        # Batched and vector cases.
+        c = rng.random((3, n, k))
+        z = strata.asarray(c, chunks=random_chunks(rng, c.shape))
+        assert_eq(z @ y, c @ b, rtol=1e-10)
+        v = rng.random(k)
+        assert_eq(x @ strata.asarray(v), a @ v, rtol=1e-10)
+
+
+def random_key(rng, shape):
+    key = []
+    for d in shape:
+        r = rng.random()
+        if r < 0.25 and d > 0:
+            key.append(int(rng.integers(-d, d)))
+        elif r < 0.85:
+            start = int(rng.integers(-d - 2, d + 3)) if rng.random() < 0.7 else None
+            stop = int(rng.integers(-d - 2, d + 3)) if rng.random() < 0.7 else None
+            step = int(rng.choice([1, 1, 2, 3, -1, -2])) if rng.random() < 0.6 else None
+            key.append(slice(start, stop, step))
+        else:
+            key.append(slice(None))
+    cut = int(rng.integers(0, len(key) + 1))
+    key = key[:cut]
+    if rng.random() < 0.3:
+        key.insert(int(rng.integers(0, len(key) + 1)), None)
+    if rng.random() < 0.3:
+        key.insert(int(rng.integers(0, len(key) + 1)), Ellipsis)
+    return tuple(key)
+
+
+def test_getitem(rng):
+    for a, x in cases(rng):
+        for _ in range(4):
+            key = random_key(rng, a.shape)
+            assert_eq(x[key], a[key])
+    a = np.arange(24.0).reshape(4, 6)
+    x = strata.asarray(a, chunks=(3, 4))
+    assert_eq(x[1], a[1])
+    assert_eq(x[..., 2], a[..., 2])
+    assert_eq(x[None, :, None], a[None, :, None])
+    assert_eq(x[()], a[()])
+    assert_eq(x[[3, 0, 1]], a[[3, 0, 1]])
+    assert_eq(x[1:, np.array([5, 0])], a[1:, np.array([5, 0])])
+    assert_eq(x[2, [1, 1, 4]], a[2, [1, 1, 4]])
+    assert_eq(strata.take(x, [2, 0], axis=1), np.take(a, [2, 0], axis=1))
+
+
+def test_creation(rng):
+    assert_eq(strata.zeros((3, 4), chunks=2), np.zeros((3, 4)))
+    assert_eq(strata.ones(5, dtype="int16"), np.ones(5, np.int16))
+    assert_eq(strata.empty((2, 2)).compute().shape, (2, 2)) if False else None
+    assert strata.empty((2, 2)).shape == (2, 2)
+    assert_eq(strata.full((2, 3), 7), np.full((2, 3), 7))
+    assert_eq(strata.full((2, 3), 1.5, dtype="float32"), np.full((2, 3), 1.5, np.float32))
+    assert_eq(strata.full((2,), True), np.full((2,), True))
+    assert_eq(strata.arange(10, chunks=3), np.arange(10))
+    assert_eq(strata.arange(2, 11, 3), np.arange(2, 11, 3))
+    assert_eq(strata.arange(0.5, 3.0, 0.5), np.arange(0.5, 3.0, 0.5))
+    assert_eq(strata.arange(5, dtype="float32"), np.arange(5, dtype=np.float32))
+    assert_eq(strata.linspace(0, 1, num=7, chunks=2), np.linspace(0, 1, 7))
+    assert_eq(strata.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False))
+    assert_eq(strata.eye(4, chunks=3), np.eye(4))
+    assert_eq(strata.eye(3, 5, k=1), np.eye(3, 5, k=1))
+    assert_eq(strata.eye(3, 0), np.eye(3, 0))
+    assert_eq(strata.asarray([[1, 2], [3, 4]]), np.asarray([[1, 2], [3, 4]]))
+    assert_eq(strata.asarray(3.5), np.asarray(3.5))
+    assert_eq(strata.asarray([True, False]), np.asarray([True, False]))
+    assert_eq(strata.asarray([1, 2], dtype="float32"), np.asarray([1, 2], np.float32))
+    # random: chunk-independent, the same seed gives the same values.
+    r1 = strata.random.random((20, 30), chunks=(7, 11), seed=5).compute()
+    r2 = strata.random.random((20, 30), chunks=(20, 3), seed=5).compute()
+    np.testing.assert_array_equal(r1, r2)
+    assert 0 <= r1.min() and r1.max() < 1
+    i = strata.random.integers(3, 9, (50,), seed=1).compute()
+    assert i.dtype == np.int64 and i.min() >= 3 and i.max() < 9
+
+
+def test_where_clip_astype(rng):
+    for a, x in cases(rng):
+        c = a > 0
+        assert_eq(strata.where(x > 0, x, -x), np.where(c, a, -a))
+        assert_eq(strata.where(x > 0, x, 0.0), np.where(c, a, 0.0))
+        assert_eq(strata.where(x > 0, 1.0, 0.0), np.where(c, 1.0, 0.0))
+        assert_eq(strata.clip(x, -1, 1), np.clip(a, -1, 1))
+        assert_eq(strata.clip(x, max=0.5), np.clip(a, None, 0.5))
+        assert_eq(strata.astype(x, "int32"), a.astype(np.int32))
+        assert_eq(x.astype(strata.float32), a.astype(np.float32))
+
+
+def test_complex():
+    a = np.array([1 + 2j, 3 - 4j, -1j], np.complex128)
+    x = strata.asarray(a, chunks=2)
+    assert_eq(x.real, a.real)
+    assert_eq(x.imag, a.imag)
+    assert_eq(strata.conj(x), np.conj(a))
+    assert_eq(x * (1 + 1j), a * (1 + 1j))
+    assert_eq(abs(x), abs(a))
+
+
+def test_groupby_reduce():
+    a = np.arange(24.0).reshape(4, 6)
+    labels = np.array([0, 1, 0, 2, 1, 0])
+    x = strata.asarray(a, chunks=(2, 4))
+    got = strata.groupby_reduce(x, labels, axis=1, func="sum")
+    want = np.stack([a[:, labels == g].sum(axis=1) for g in range(3)], axis=1)
+    assert_eq(got, want)
+
+
+def test_chunks_normalisation():
+    x = strata.zeros((10, 20), chunks=(3, -1))
+    assert x.chunks == ((3, 3, 3, 1), (20,))
+    assert strata.zeros((10, 20), chunks=4).chunksize == (4, 4)
+    assert strata.zeros((10, 20), chunks=((5, 5), (15, 5))).chunks == ((5, 5), (15, 5))
+    assert strata.zeros((10, 20), chunks={1: 5}).chunks[1] == (5, 5, 5, 5)
+    assert strata.zeros((10, 20), chunks=(None, 7)).chunks == ((10,), (7, 7, 6))
+    assert strata.zeros((10, 20), chunks=(2, "auto")).chunksize == (2, 20)
+    # A byte size: blocks of at most that many bytes, trailing axes whole.
+    y = strata.zeros((1000, 1000), chunks="800kB")
+    assert y.chunksize == (100, 1000)
+    # Rectilinear chunks survive a compute.
+    z = strata.asarray(np.arange(10.0), chunks=((1, 4, 5),))
+    assert z.chunks == ((1, 4, 5),)
+    assert_eq(z * 2, np.arange(10.0) * 2)
+    assert x.numblocks == (4, 1) and x.npartitions == 4
+    with pytest.raises(ValueError, match="sum to 9"):
+        strata.zeros((10,), chunks=((4, 5),))
+    with pytest.raises(ValueError, match="rank"):
+        strata.zeros((10, 2), chunks=(5,))
+    with pytest.raises(TypeError):
+        strata.zeros((10,), chunks=1.5)

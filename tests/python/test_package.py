@@ -1,0 +1,409 @@
+"""The package's promises beyond the functions: laziness, zero-copy in and
+out, the GIL released while the engine runs, Python map_blocks, callbacks
+and tqdm, visualize, the Array API surface, and bad input."""
+import gc
+import io
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import strata
+from conftest import assert_eq
+
+zarr = pytest.importorskip("zarr")
+
+
+# ----------------------------------------------------------------- laziness
+
+def write_zarr(path, a, chunks):
+    z = zarr.open(str(path), mode="w", shape=a.shape, chunks=chunks, dtype=a.dtype)
+    z[...] = a
+    return z
+
+
+def test_nothing_is_read_or_written_before_compute(tmp_path, spec):
+    a = np.arange(400.0).reshape(20, 20)
+    src = tmp_path / "src.zarr"
+    write_zarr(src, a, (5, 5))
+    # Corrupt every chunk: building, planning and visualizing must still work
+    # because they read only metadata; the compute is the first to read one.
+    for name in os.listdir(src):
+        if not name.startswith("."):
+            (src / name).write_bytes(b"not a chunk")
+    x = strata.from_zarr(str(src), spec=spec)
+    y = strata.mean(x * 2 + 1, axis=0)
+    out = tmp_path / "out.zarr"
+    handle = strata.to_zarr(y, str(out), compute=False)
+    p = strata.plan(handle)
+    assert p.num_tasks > 0
+    strata.visualize(handle, filename=str(tmp_path / "plan"))
+    assert not out.exists()
+    assert not (tmp_path / "work").exists() or not os.listdir(tmp_path / "work")
+    with pytest.raises(OSError, match="chunk"):
+        strata.compute(handle)
+
+
+def test_to_zarr_round_trip_with_zarr_python(tmp_path, spec):
+    a = np.random.default_rng(0).random((13, 7))
+    x = strata.asarray(a, chunks=(4, 3), spec=spec)
+    strata.to_zarr(x * 3, str(tmp_path / "o.zarr"))
+    z = zarr.open(str(tmp_path / "o.zarr"), mode="r")
+    assert z.chunks == (4, 3)
+    np.testing.assert_allclose(z[...], a * 3)
+    back = strata.from_zarr(str(tmp_path / "o.zarr"), spec=spec)
+    assert back.chunksize == (4, 3)
+    assert_eq(back, a * 3)
+    # zarr-python objects are accepted as stores.
+    assert_eq(strata.from_zarr(z), a * 3)
+    strata.to_zarr(x, str(tmp_path / "v3.zarr"), zarr_format=3, codec="zstd:level=3")
+    assert_eq(strata.from_zarr(str(tmp_path / "v3.zarr")), a)
+    with pytest.raises(FileExistsError):
+        strata.to_zarr(x, str(tmp_path / "o.zarr"))
+    strata.to_zarr(x, str(tmp_path / "o.zarr"), overwrite=True)
+    assert_eq(strata.from_zarr(str(tmp_path / "o.zarr")), a)
+    # store: several targets in one compute.
+    strata.store([x, x + 1], [str(tmp_path / "s1.zarr"), str(tmp_path / "s2.zarr")])
+    np.testing.assert_allclose(zarr.open(str(tmp_path / "s2.zarr"))[...], a + 1)
+
+
+def test_compute_shares_common_inputs(spec):
+    cb = strata.HistoryCallback()
+    x = strata.random.random((40, 40), chunks=(10, 10), seed=3, spec=spec)
+    y = x * 2  # a non-fusable common input: materialized once
+    r1, r2 = strata.compute(strata.sum(y, axis=0), strata.mean(y, axis=1), callbacks=[cb])
+    a = x.compute() * 2
+    np.testing.assert_allclose(r1, a.sum(axis=0))
+    np.testing.assert_allclose(r2, a.mean(axis=1))
+    # One plan for both: every op appears once.
+    names = [o["array"] for o in cb.plan["ops"]]
+    assert len(names) == len(set(names))
+
+
+# ---------------------------------------------------------------- zero-copy
+
+def test_asarray_shares_numpy_memory():
+    a = np.arange(12.0).reshape(3, 4)
+    x = strata.asarray(a, chunks=2)
+    a[0, 0] = 100.0  # visible through x: no copy was made
+    assert x.compute()[0, 0] == 100.0
+    # Non-contiguous or foreign-endian input is copied (and still right).
+    assert_eq(strata.asarray(a[:, ::2]), a[:, ::2])
+    big_endian = a.astype(">f8")
+    assert_eq(strata.asarray(big_endian), a)
+    with pytest.raises(ValueError, match="copy=False"):
+        strata.asarray(a[:, ::2], copy=False)
+    c = strata.asarray(a, copy=True)
+    a[0, 0] = -1.0
+    assert c.compute()[0, 0] == 100.0
+
+
+def test_asarray_keeps_the_numpy_array_alive():
+    x = strata.asarray(np.arange(1000.0))
+    gc.collect()
+    assert x.compute()[999] == 999.0
+
+
+def test_results_own_the_engine_buffer():
+    x = strata.ones((1000, 100), chunks=(100, 100))
+    r = (x + 1).compute()
+    assert type(r.base).__name__ == "PyCapsule"
+    assert not r.flags.owndata and r.flags.writeable and r.flags.c_contiguous
+    del x
+    gc.collect()
+    assert r.sum() == 200000.0
+    # __dlpack__ of a result, and numpy conversion.
+    assert_eq(np.from_dlpack(strata.arange(5)), np.arange(5))
+    assert np.asarray(strata.arange(3)).tolist() == [0, 1, 2]
+
+
+def test_result_is_not_copied():
+    # 400 MB of results: the process grows by about that much, not twice.
+    import resource
+    n = 50_000_000
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    r = strata.full((n,), 2.0, chunks=(n // 8,)).compute()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    assert r[-1] == 2.0
+    assert after - before < 1.5 * r.nbytes, (after - before, r.nbytes)
+
+
+# --------------------------------------------------------------------- GIL
+
+def test_gil_is_released_during_compute():
+    x = strata.random.random((3000, 3000), chunks=(300, 3000), seed=1,
+                             spec=strata.Spec(workers=2))
+    y = strata.sum(strata.sqrt(x) * 2 + strata.exp(x), axis=0)
+    counter = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    start_count = counter[0]
+    t0 = time.perf_counter()
+    y.compute()
+    elapsed = time.perf_counter() - t0
+    during = counter[0] - start_count
+    stop.set()
+    t.join()
+    # A Python thread holding the GIL would have been starved for the whole
+    # compute; here it ran (thousands of loop iterations per 10 ms).
+    assert during > 1000 * elapsed, (during, elapsed)
+
+
+def test_compute_from_another_thread():
+    results = []
+    x = strata.ones((100, 100), chunks=10)
+
+    def work():
+        results.append(strata.sum(x).compute())
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [float(r) for r in results] == [10000.0] * 3
+
+
+# --------------------------------------------------------------- map_blocks
+
+def test_map_blocks_runs_python_on_worker_threads(spec):
+    a = np.arange(60.0).reshape(6, 10)
+    x = strata.asarray(a, chunks=(2, 5), spec=spec)
+    main = threading.get_ident()
+    seen = set()
+
+    def f(block, block_id=None, offset=0):
+        assert not block.flags.writeable
+        seen.add((threading.get_ident(), block_id))
+        return block * 10 + offset + block_id[0]
+
+    y = strata.map_blocks(f, x, offset=1)
+    expected = a * 10 + 1 + (np.arange(6) // 2)[:, None]
+    assert_eq(y, expected)
+    assert {b for _, b in seen} == {(i, j) for i in range(3) for j in range(2)}
+    assert main not in {t for t, _ in seen}
+    # Two inputs, broadcast, and a custom dtype; as a method.
+    z = x.map_blocks(lambda u, v: (u + v).astype(np.float32), x, dtype="float32")
+    assert_eq(z, (a + a).astype(np.float32))
+    # Custom output chunks: same number of blocks.
+    w = strata.map_blocks(lambda b: b[:1, :1], x, chunks=(1, 1))
+    assert_eq(w, a[::2, ::5])
+
+
+def test_map_blocks_errors(spec):
+    x = strata.ones((4, 4), chunks=2, spec=spec)
+
+    def boom(b):
+        raise ZeroDivisionError("no luck")
+
+    with pytest.raises(ZeroDivisionError, match="no luck") as info:
+        strata.map_blocks(boom, x).compute()
+    assert any("block" in n for n in getattr(info.value, "__notes__", []))
+    with pytest.raises(ValueError, match="shape"):
+        strata.map_blocks(lambda b: b[:1], x).compute()
+    kept = []
+    with pytest.raises(ValueError, match="kept a reference"):
+        strata.map_blocks(lambda b: kept.append(b) or b, x).compute()
+    with pytest.raises(TypeError, match="callable"):
+        strata.map_blocks(3, x)
+    procs = strata.Spec(executor="processes", workers=2)
+    with pytest.raises(ValueError, match="processes executor"):
+        strata.map_blocks(lambda b: b, strata.ones(4, spec=procs))
+
+
+# ---------------------------------------------------------------- callbacks
+
+class Recorder(strata.Callback):
+    def __init__(self):
+        self.events = []
+
+    def on_compute_start(self, event):
+        self.events.append(("start", event))
+
+    def on_operation_start(self, event):
+        self.events.append(("op_start", event))
+
+    def on_task_end(self, event):
+        self.events.append(("task", event))
+
+    def on_operation_end(self, event):
+        self.events.append(("op_end", event))
+
+    def on_compute_end(self, event):
+        self.events.append(("end", event))
+
+
+def test_callbacks(spec):
+    x = strata.random.random((100, 100), chunks=(25, 25), seed=1, spec=spec)
+    y = strata.sum(x + 1, axis=0)
+    rec = Recorder()
+    hist = strata.HistoryCallback()
+    y.compute(callbacks=[rec, hist])
+    kinds = [k for k, _ in rec.events]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    start = rec.events[0][1]
+    tasks = [e for k, e in rec.events if k == "task"]
+    assert len(tasks) == start.num_tasks == sum(o.num_tasks for o in start.ops)
+    assert isinstance(start.plan, dict) and start.plan["total_tasks"] == start.num_tasks
+    assert rec.events[-1][1].ok
+    assert kinds.count("op_start") == kinds.count("op_end") == len(start.ops)
+    allowed = start.plan["spec"]["allowed_mem"]
+    for t in hist.tasks:
+        assert 0 < t["measured_peak_mem"] <= t["projected_mem"] <= allowed, t
+    assert set(hist.ops) == {o.name for o in start.ops}
+    assert hist.history["summary"]["tasks"] == start.num_tasks
+
+
+def test_callback_exception_cancels_and_is_raised(spec):
+    class Bad(strata.Callback):
+        def on_task_end(self, event):
+            raise RuntimeError("callback failed")
+
+    with pytest.raises(RuntimeError, match="callback failed"):
+        strata.ones((10, 10), chunks=2, spec=spec).__add__(1).compute(callbacks=[Bad()])
+    with pytest.raises(TypeError, match="callback methods"):
+        strata.ones(3).compute(callbacks=[object()])
+
+
+def test_tqdm_progress_bar(spec):
+    out = io.StringIO()
+    x = strata.random.random((40, 40), chunks=(10, 10), seed=2, spec=spec)
+    y = strata.mean(x * 2, axis=0)
+    p = strata.plan(y).to_dict()
+    ops = [o for o in p["ops"] if o["materialized"]]
+    y.compute(callbacks=[strata.TqdmProgressBar(file=out, mininterval=0)])
+    text = out.getvalue()
+    for o in ops:
+        assert o["array"] in text
+        assert f"{o['tasks']}/{o['tasks']}" in text
+
+
+# ---------------------------------------------------------------- visualize
+
+def test_visualize(tmp_path, spec):
+    x = strata.ones((10, 10), chunks=5, spec=spec)
+    y = strata.sum(x * 2, axis=1)
+    path = strata.visualize(y, filename=str(tmp_path / "graph"))
+    assert path.endswith("graph.svg")
+    import html
+    svg = html.unescape(open(path).read())
+    assert "<svg" in svg
+    assert y.name in svg and "tasks" in svg
+    dot = y.visualize(filename=str(tmp_path / "g.dot"))
+    assert open(dot).read().startswith("digraph")
+    with pytest.raises(ValueError, match="format"):
+        strata.visualize(y, filename=str(tmp_path / "g"), format="gif")
+
+
+def test_plan_as_dict(spec):
+    y = strata.ones((10, 10), chunks=5, spec=spec) + 1
+    d = y.plan().to_dict()
+    assert d["total_tasks"] == 4
+    assert d["spec"]["allowed_mem"] == 100_000_000
+    assert "add" in y.plan().to_text()
+
+
+# ---------------------------------------------------------- the Array API
+
+def test_namespace_and_attributes():
+    x = strata.ones((2, 3), dtype=strata.float32, chunks=2)
+    assert x.__array_namespace__() is strata
+    assert strata.__array_api_version__ in ("2021.12", "2022.12")
+    assert x.dtype == strata.float32 == np.float32
+    assert (x.shape, x.ndim, x.size, x.device) == ((2, 3), 2, 6, "cpu")
+    assert x.chunks == ((2,), (2, 1)) and x.chunksize == (2, 2) and x.numblocks == (1, 2)
+    assert x.to_device("cpu") is x
+    assert (strata.e, strata.pi, strata.newaxis) == (np.e, np.pi, None)
+    assert strata.isnan(strata.asarray(strata.nan)).compute()
+    assert bool(strata.asarray(True)) is True
+    assert int(strata.asarray(7)) == 7 and float(strata.asarray(2.5)) == 2.5
+    assert complex(strata.asarray(1 + 2j)) == 1 + 2j
+    assert [0, 1, 2][strata.asarray(1)] == 1
+    assert len(x) == 2 and [r.shape for r in x] == [(3,), (3,)]
+    assert "array-" in repr(x)
+
+
+def test_immutability():
+    x = strata.ones(3)
+    with pytest.raises(TypeError, match="immutable"):
+        x += 1
+    with pytest.raises(TypeError, match="immutable"):
+        x[0] = 2
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_bad_input_raises_clear_exceptions(tmp_path):
+    x = strata.ones((4, 4), chunks=2)
+    with pytest.raises(TypeError, match="asarray"):
+        strata.asarray(object())
+    with pytest.raises(TypeError, match="not a dtype Strata supports"):
+        strata.asarray(np.ones(2, np.float16))
+    with pytest.raises(TypeError, match="not a dtype Strata supports"):
+        strata.zeros(3, dtype="U3")
+    with pytest.raises(TypeError, match="shape"):
+        strata.zeros("abc")
+    with pytest.raises(TypeError, match="shape"):
+        strata.ones((2, 2.5))
+    with pytest.raises(TypeError):
+        x + "s"
+    with pytest.raises(TypeError, match="strata.Array"):
+        strata.sum([1, 2])
+    with pytest.raises(TypeError, match="axis"):
+        strata.sum(x, axis="a")
+    with pytest.raises(ValueError, match="out of range"):
+        strata.sum(x, axis=5)
+    with pytest.raises(ValueError, match="broadcast"):
+        x + strata.ones(3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[7]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    with pytest.raises(ValueError, match="allowed_mem"):
+        strata.Spec(allowed_mem="lots")
+    with pytest.raises(ValueError, match="unknown executor"):
+        strata.Spec(executor="nope")
+    with pytest.raises(TypeError, match="executor"):
+        strata.Spec(executor=3)
+    with pytest.raises(TypeError, match="spec"):
+        strata.ones(3, spec={"allowed_mem": "1GB"})
+    with pytest.raises(FileNotFoundError):
+        strata.from_zarr(str(tmp_path / "missing.zarr"))
+    with pytest.raises(TypeError, match="path"):
+        strata.from_zarr(42)
+    with pytest.raises(TypeError, match="strata.Array"):
+        strata.compute(np.ones(3))
+    with pytest.raises(ValueError, match="no arrays"):
+        strata.compute()
+    with pytest.raises(ValueError, match="int64"):
+        x + 2 ** 70
+
+
+def test_plan_over_allowed_mem_is_a_plan_error(tmp_path):
+    tight = strata.Spec(allowed_mem="10MB", reserved_mem="1MB")
+    big = strata.random.random((2000, 2000), chunks=(2000, 2000), spec=tight, seed=0)
+    with pytest.raises(strata.PlanError, match="over allowed_mem") as info:
+        (big + 1).compute()
+    assert isinstance(info.value, MemoryError) and isinstance(info.value, ValueError)
+    with pytest.raises(strata.PlanError):
+        strata.plan(big + 1)
+
+
+def test_spec():
+    s = strata.Spec(work_dir="/tmp/x", allowed_mem="1GB", reserved_mem=10_000_000, workers=3)
+    assert s.allowed_mem == 1_000_000_000 and s.reserved_mem == 10_000_000
+    assert s.workers == 3 and s.executor == "threads" and s.work_dir == "/tmp/x"
+    assert strata.Spec(executor="inline").workers == 1
+    x = strata.ones(3, spec=s)
+    assert x.spec.allowed_mem == 1_000_000_000
+    assert "allowed_mem=1000000000" in repr(s)
