@@ -25,6 +25,7 @@ from ._functions import (all, any, argmax, argmin, astype, broadcast_to, clip,  
                          reshape, squeeze, stack, std, sum, take, tensordot, var, where)
 from ._functions import elementwise_functions as _elementwise_functions
 from ._io import from_zarr, store, to_zarr  # noqa: F401
+from ._info import __array_namespace_info__  # noqa: F401
 from ._compute import Plan, compute, map_blocks, plan, visualize  # noqa: F401
 from . import callbacks, diagnostics, random  # noqa: F401
 from .callbacks import Callback  # noqa: F401

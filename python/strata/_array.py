@@ -45,10 +45,28 @@ def _operator(name, reflected=False):
     return op
 
 
-def _inplace(symbol):
+def _inplace(name, symbol):
+    """x op= y: x becomes x op y (a new lazy array under the same Python
+    object, as with setitem), which must keep x's dtype and shape (the Array
+    API's rule for in-place operators)."""
     def op(self, other):
-        raise TypeError(f"strata arrays are immutable: write x = x {symbol} y "
-                        f"instead of x {symbol}= y")
+        if name == "matmul":
+            from ._functions import matmul
+            r = matmul(self, other)
+        else:
+            if not (isinstance(other, (Array, np.ndarray, np.generic)) or
+                    _core.is_python_scalar(other)):
+                return NotImplemented
+            r = _binary(name, self, other)
+        if r.dtype != self.dtype:
+            raise TypeError(f"x {symbol}= y would change x's dtype from {self.dtype} to "
+                            f"{r.dtype}; write x = x {symbol} y")
+        if r.shape != self.shape:
+            raise ValueError(f"x {symbol}= y would change x's shape from {self.shape} to "
+                             f"{r.shape}; write x = x {symbol} y")
+        self._h = r._h
+        return self
+    op.__name__ = f"__i{name}__"
     return op
 
 
@@ -234,23 +252,26 @@ class Array:
     def __invert__(self):
         return _wrap(_strata.unary("bitwise_invert", self._h))
 
-    __iadd__ = _inplace("+")
-    __isub__ = _inplace("-")
-    __imul__ = _inplace("*")
-    __itruediv__ = _inplace("/")
-    __ifloordiv__ = _inplace("//")
-    __imod__ = _inplace("%")
-    __ipow__ = _inplace("**")
-    __iand__ = _inplace("&")
-    __ior__ = _inplace("|")
-    __ixor__ = _inplace("^")
-    __ilshift__ = _inplace("<<")
-    __irshift__ = _inplace(">>")
-    __imatmul__ = _inplace("@")
+    __iadd__ = _inplace("add", "+")
+    __isub__ = _inplace("subtract", "-")
+    __imul__ = _inplace("multiply", "*")
+    __itruediv__ = _inplace("divide", "/")
+    __ifloordiv__ = _inplace("floor_divide", "//")
+    __imod__ = _inplace("remainder", "%")
+    __ipow__ = _inplace("pow", "**")
+    __iand__ = _inplace("bitwise_and", "&")
+    __ior__ = _inplace("bitwise_or", "|")
+    __ixor__ = _inplace("bitwise_xor", "^")
+    __ilshift__ = _inplace("bitwise_left_shift", "<<")
+    __irshift__ = _inplace("bitwise_right_shift", ">>")
+    __imatmul__ = _inplace("matmul", "@")
 
     def __setitem__(self, key, value):
-        raise TypeError("strata arrays are immutable: build a new array (strata.where, "
-                        "strata.concat) instead of assigning into one")
+        """x[key] = value: x becomes a new lazy array with those elements
+        replaced (Dask's semantics; there are no views, so arrays derived
+        from x before keep their values)."""
+        from ._indexing import setitem
+        self._h = setitem(self, key, value)
 
     def __getitem__(self, key):
         from ._indexing import getitem

@@ -10,10 +10,6 @@ from . import _core
 from ._array import Array, _as_operand, _binary, _wrap
 from ._core import _strata, dtype_name, shape_tuple
 
-# Array API names of C++ ops whose C++ (numpy) name differs.
-_UNARY_ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan"}
-_BINARY_ALIASES = {"atan2": "arctan2"}
-
 
 def _array(x, what):
     if isinstance(x, Array):
@@ -51,12 +47,15 @@ def elementwise_functions():
         out[op] = _make_unary(op, op)
     for op in _strata.binary_ops():
         out[op] = _make_binary(op, op)
-    for api, op in _UNARY_ALIASES.items():
-        if op in out:
-            out[api] = _make_unary(api, op)
-    for api, op in _BINARY_ALIASES.items():
-        if op in out:
-            out[api] = _make_binary(api, op)
+    # numpy's arc* names under the Array API's a* names (arccos -> acos,
+    # arctan2 -> atan2, arccosh -> acosh), whichever of them the C++ API uses.
+    unary, binary = set(_strata.unary_ops()), set(_strata.binary_ops())
+    for short in ("acos", "asin", "atan", "acosh", "asinh", "atanh", "atan2"):
+        long = "arc" + short[1:]
+        for name, op in ((short, long), (long, short)):
+            if name not in out and op in out:
+                make = _make_unary if op in unary else _make_binary
+                out[name] = make(name, op)
     return out
 
 
@@ -234,7 +233,7 @@ def permute_dims(x, /, axes):
     return _wrap(_strata.permute_dims(x._h, [operator.index(a) for a in axes]))
 
 
-def expand_dims(x, /, *, axis=0):
+def expand_dims(x, /, axis=0):
     x = _array(x, "expand_dims")
     return _wrap(_strata.expand_dims(x._h, operator.index(axis)))
 

@@ -60,3 +60,38 @@ def getitem(x, key):
     # Integers before the array axis have dropped axes.
     dropped = sum(1 for t in terms[:position] if isinstance(t, int))
     return _wrap(_strata.take(base._h, [int(i) for i in idx], along - dropped))
+
+
+def setitem(x, key, value):
+    """The handle of x with x[key] = value (Dask's semantics: x becomes a new
+    lazy array; arrays derived from x before keep their values)."""
+    from ._array import _as_operand
+    from ._functions import astype, where
+    v = _as_operand(value, "setitem")
+    if isinstance(key, (Array, np.ndarray)) and np.dtype(key.dtype) == np.bool_:
+        # x[mask] = value with a mask of x's shape: where(mask, value, x).
+        from ._creation import asarray
+        mask = asarray(key)
+        if mask.shape != x.shape:
+            raise IndexError(f"setitem: a boolean mask of shape {mask.shape} for an array of "
+                             f"shape {x.shape} (only masks of the array's shape are supported)")
+        if isinstance(v, _strata.Array):
+            if v.shape != () and v.shape != x.shape:
+                raise ValueError("setitem: with a boolean mask the value must be a scalar or "
+                                 "have the array's shape")
+            v = astype(_wrap(v), x.dtype)
+        return where(mask, v, x)._h
+    if not isinstance(key, tuple):
+        key = (key,)
+    terms = []
+    for k in key:
+        t = _term(k)
+        if t is None and k is not None:
+            raise IndexError("setitem: integer array indices are not supported in assignment "
+                             "(integers, slices, None, ... or a boolean mask of the array's "
+                             "shape)")
+        if isinstance(t, slice):
+            t = slice(*(None if u is None else operator.index(u)
+                        for u in (t.start, t.stop, t.step)))
+        terms.append(t)
+    return _strata.setitem(x._h, tuple(terms), v)

@@ -333,12 +333,37 @@ def test_namespace_and_attributes():
     assert "array-" in repr(x)
 
 
-def test_immutability():
-    x = strata.ones(3)
-    with pytest.raises(TypeError, match="immutable"):
-        x += 1
-    with pytest.raises(TypeError, match="immutable"):
-        x[0] = 2
+def test_setitem_and_inplace_operators(rng):
+    a = rng.random((7, 5))
+    x = strata.asarray(a.copy(), chunks=(3, 2))
+    derived = x * 1
+    x[1:6:2, -1] = -1.0
+    a2 = a.copy()
+    a2[1:6:2, -1] = -1.0
+    assert_eq(x, a2)
+    x[..., 0] = strata.arange(7, dtype="float64")
+    a2[..., 0] = np.arange(7.0)
+    assert_eq(x, a2)
+    x[x > 0.5] = 0.0
+    a2[a2 > 0.5] = 0.0
+    assert_eq(x, a2)
+    assert_eq(derived, a)  # no views: arrays derived before keep their values
+    y = x
+    y += 1
+    assert y is x
+    assert_eq(x, a2 + 1)
+    i = strata.ones(3, dtype="int32")
+    i *= 2
+    assert i.dtype == np.int32
+    assert_eq(i, np.full(3, 2, np.int32))
+    with pytest.raises(TypeError, match="change x's dtype"):
+        i += 1.5
+    with pytest.raises(ValueError, match="change x's shape"):
+        i += strata.ones((2, 3), dtype="int32")
+    with pytest.raises(ValueError, match="broadcast"):
+        x[0] = strata.ones(4)
+    with pytest.raises(IndexError):
+        x[9] = 1.0
 
 
 # ---------------------------------------------------------------- bad input

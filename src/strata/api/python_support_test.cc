@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "strata/api/chunks.h"
@@ -118,6 +119,52 @@ TEST(SubscriptTest, NewAxisAndEllipsis) {
             std::string_view::npos);
   bad = subscript(x, {T::Integer(0), T::Integer(0), T::Integer(0), T::Integer(0)});
   EXPECT_NE(bad.status().message().find("too many indices"), std::string_view::npos);
+}
+
+TEST(SetitemTest, ScalarsAndArraysIntoSelections) {
+  using T = SubscriptTerm;
+  std::mt19937 rng(7);
+  for (int rep = 0; rep < 20; ++rep) {
+    const Index n = std::uniform_int_distribution<Index>(1, 12)(rng);
+    const Index m = std::uniform_int_distribution<Index>(1, 9)(rng);
+    Shape chunks = testing_util::RandomChunks({n, m}, rng);
+    Array x = arange(0, static_cast<double>(n * m), 1, {}, DTypeId::kFloat64, SmallSpec())
+                  .reshape({n, m})
+                  .rechunk(chunks);
+    // A stepped slice on axis 0 (either direction), an integer on axis 1.
+    const Index step = std::uniform_int_distribution<Index>(1, 3)(rng) *
+                       (rng() % 2 ? 1 : -1);
+    const Index col = std::uniform_int_distribution<Index>(0, m - 1)(rng);
+    Array y = setitem(x, {T::SliceOf({{}, {}, step}), T::Integer(col - m)}, Scalar(-1.0));
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    NDArray v = testing_util::Compute(y);
+    for (Index i = 0; i < n; ++i) {
+      for (Index j = 0; j < m; ++j) {
+        const bool hit = j == col && (step > 0 ? i % step == 0 : (n - 1 - i) % (-step) == 0);
+        EXPECT_EQ(v.values<double>()[i * m + j], hit ? -1.0 : static_cast<double>(i * m + j))
+            << "rep " << rep << " at " << i << "," << j << " step " << step;
+      }
+    }
+  }
+  // An array value broadcast along the selection, cast to x's dtype.
+  Array x = zeros({4, 6}, {3, 4}, DTypeId::kInt32, SmallSpec());
+  Array row = arange(0, 3, 1, {}, DTypeId::kFloat64, SmallSpec());
+  Array y = setitem(x, {T::SliceOf({1, 3}), T::SliceOf({0, 6, 2})}, row);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y.dtype(), DType(DTypeId::kInt32));
+  NDArray v = testing_util::Compute(y);
+  EXPECT_EQ(v.values<int32_t>()[1 * 6 + 4], 2);
+  EXPECT_EQ(v.values<int32_t>()[2 * 6 + 2], 1);
+  EXPECT_EQ(v.values<int32_t>()[2 * 6 + 3], 0);
+  EXPECT_EQ(v.values<int32_t>()[3 * 6 + 4], 0);
+
+  Array bad = setitem(x, {T::Integer(0)}, arange(0, 5, 1, {}, DTypeId::kFloat64, SmallSpec()));
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("could not broadcast a value of shape (5) into a "
+                                        "selection of shape (6)"),
+            std::string_view::npos)
+      << bad.status().ToString();
+  EXPECT_EQ(setitem(x, {T::Integer(4)}, Scalar(1)).status().code(), StatusCode::kOutOfRange);
 }
 
 TEST(VisualizeTest, DotAndSvg) {

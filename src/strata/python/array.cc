@@ -389,6 +389,10 @@ void RegisterArray(py::module_& m) {
   m.def("subscript", [](const Array& x, py::tuple key) {
     return Checked(subscript(x, ToTerms(key)));
   });
+  m.def("setitem", [](const Array& x, py::tuple key, py::handle value) {
+    if (IsArray(value)) return Checked(setitem(x, ToTerms(key), value.cast<const Array&>()));
+    return Checked(setitem(x, ToTerms(key), ToScalar(value)));
+  });
   m.def("take", [](const Array& x, std::vector<Index> indices, int axis) {
     return Checked(take(x, std::move(indices), axis));
   });

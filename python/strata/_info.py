@@ -1,0 +1,46 @@
+"""__array_namespace_info__: what this namespace supports (Array API 2023.12)."""
+from ._core import DTYPES
+
+_KINDS = {
+    "bool": ("bool",),
+    "signed integer": ("int8", "int16", "int32", "int64"),
+    "unsigned integer": ("uint8", "uint16", "uint32", "uint64"),
+    "integral": ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
+    "real floating": ("float32", "float64"),
+    "complex floating": ("complex64", "complex128"),
+    "numeric": ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float32", "float64", "complex64", "complex128"),
+}
+
+
+class Info:
+    def capabilities(self):
+        # Boolean masks and nonzero give data-dependent shapes (computed
+        # eagerly where supported); there is no linalg extension.
+        return {"boolean indexing": False, "data-dependent shapes": False,
+                "max dimensions": None}
+
+    def default_device(self):
+        return "cpu"
+
+    def devices(self):
+        return ["cpu"]
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": DTYPES["float64"], "complex floating": DTYPES["complex128"],
+                "integral": DTYPES["int64"], "indexing": DTYPES["int64"]}
+
+    def dtypes(self, *, device=None, kind=None):
+        if kind is None:
+            names = tuple(DTYPES)
+        elif isinstance(kind, str):
+            if kind not in _KINDS:
+                raise ValueError(f"unknown dtype kind {kind!r}")
+            names = _KINDS[kind]
+        else:
+            names = tuple(dict.fromkeys(n for k in kind for n in self.dtypes(kind=k)))
+        return {n: DTYPES[n] for n in names}
+
+
+def __array_namespace_info__():
+    return Info()
