@@ -159,6 +159,15 @@ def test_gil_is_released_during_compute():
     assert during > 1000 * elapsed, (during, elapsed)
 
 
+def test_processes_executor_from_python():
+    # Worker processes are forked by the compute's own thread; they run C++
+    # tasks only (Python functions are refused on this executor).
+    procs = strata.Spec(executor="processes", workers=2)
+    a = np.arange(1000.0).reshape(100, 10)
+    x = strata.asarray(a, chunks=(10, 10), spec=procs)
+    assert_eq(strata.sum(x * 2, axis=0), (a * 2).sum(axis=0))
+
+
 def test_compute_from_another_thread():
     results = []
     x = strata.ones((100, 100), chunks=10)

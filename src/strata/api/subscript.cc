@@ -157,8 +157,6 @@ Array subscript(const Array& x, const std::vector<SubscriptTerm>& terms) {
   return out;
 }
 
-}  // namespace strata
-
 Array setitem(const Array& x, const std::vector<SubscriptTerm>& terms, const Array& value_in) {
   if (!x.ok()) return x;
   if (!value_in.ok()) return value_in;
@@ -244,3 +242,5 @@ Array setitem(const Array& x, const std::vector<SubscriptTerm>& terms, Scalar va
   if (!x.ok()) return x;
   return setitem(x, terms, internal_api::ScalarArray(value, x.dtype(), x.spec()));
 }
+
+}  // namespace strata
