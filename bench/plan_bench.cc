@@ -3,7 +3,7 @@
 // number of blocks, plans it `reps` times in this process and prints JSON
 // (seconds per plan, tasks). The Python side builds the same expression.
 //
-//   plan_bench --shape 3000,3000 --chunks 10,10 --reps 5
+//   plan_bench --shape 3160,3160 --chunks 10,10 --reps 5
 #include <fmt/format.h>
 
 #include <chrono>
@@ -31,7 +31,7 @@ strata::Shape ParseShape(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  strata::Shape shape = {3000, 3000}, chunks = {10, 10};
+  strata::Shape shape = {3160, 3160}, chunks = {10, 10};
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];

@@ -1,47 +1,47 @@
 #!/usr/bin/python3
-"""What the Python package costs over the C++ underneath (issue 15).
+"""What `import strata` costs over the C++ underneath (issue 15).
 
-    /usr/bin/python3 bench/python_overhead.py [--reps 5] [--t 20] [--workers 2]
-        [--build build/release] [--dir build/bench/python] > bench/results/python_overhead.json
+    /usr/bin/python3 bench/python_overhead.py [--t 20] [--bin build/release/bin]
+        [--python build/release/python] [protocol options, bench/README.md]
+    (writes bench/results/python_overhead.json; --smoke for a quick end-to-end check)
 
-Workloads, each written four ways and run in the same reps:
+Cases, each run under bench/protocol.py (interleaved rotated reps, >= 5,
+disturbed reps redone, medians with min-max, ratios within a rep):
   quadratic_means  u, v float64 (t, 987, 1920), chunks (10, 987, 1920); the
-                   means over axis 0 of u*u, v*v, u*v stacked into a Zarr array,
-                   allowed_mem 2GB;
+                   means over axis 0 of u*u, v*v, u*v stacked into a Zarr
+                   array, allowed_mem 2GB;
   seed_rechunk     Cubed #502's seed case: 10000 x 10000 float64, chunks
-                   (10000, 1000) -> (1000, 10000), allowed_mem 400MB.
-Contenders (all with --workers threads, all fresh processes, timed from
-outside with /usr/bin/time: wall seconds and peak RSS):
-  cpp     the C++ API: examples/quadratic_means, `strata rechunk`;
-  python  the same with `import strata` (this package, release build);
-  dask    Debian's python3-dask, threaded scheduler, as its users write it;
-  numpy   zarr-python into numpy in memory, computed, written back.
-Planning: mean(sqrt(x) * 2 + 1, axis=0) over a grid of --plan-blocks blocks
-(~10^5 tasks) planned in-process --plan-reps times, from C++
-(bench/plan_bench.cc) and from Python (strata.plan), each in its own process.
-
-Protocol (GUIDE.md, issue 14): contenders interleaved in a rotated order in
-each rep, >= 5 reps, the 1-minute load average and the CPU the rest of the
-machine used during each run recorded; a run during which other processes
-used more than 10% of a core is redone (up to --redo times, then kept and
-flagged). Page cache warm (inputs read before each run), nothing pre-touched.
-Reports medians with min-max, and ratios to cpp within each rep (median of
-the per-rep ratios). Never pass/fail.
+                   (10000, 1000) -> (1000, 10000), allowed_mem 400MB;
+  plan             mean(sqrt(x) * 2 + 1, axis=0) over a random array of
+                   --plan-shape in --plan-chunks (10^5 blocks by default),
+                   planned --plan-reps times in one process; the figure is the
+                   median seconds per plan after the first (extra plan_s).
+Contenders, all with their defaults (workers = cores), as their users run
+them:
+  cpp     the C++ API: examples/quadratic_means, `strata rechunk`,
+          bench/plan_bench.cc;
+  python  the same written with `import strata` (the release build's package);
+  dask    Debian's python3-dask, threaded scheduler;
+  numpy   zarr-python into numpy in memory, computed, written back with
+          zarr-python (quadratic means and rechunk only).
+Goals (issue 15): python within 1.05x of cpp's wall time; planning from
+Python within 1.10x of planning from C++. Never pass/fail.
 """
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol as P  # noqa: E402
 
 PY_QM = r'''
 import sys, strata
-u_path, v_path, out, workers, work = sys.argv[1:6]
-spec = strata.Spec(allowed_mem="2GB", workers=int(workers), work_dir=work)
+u_path, v_path, out, allowed, work = sys.argv[1:6]
+spec = strata.Spec(allowed_mem=allowed, work_dir=work)
 u = strata.from_zarr(u_path, spec=spec)
 v = strata.from_zarr(v_path, spec=spec)
 m = strata.stack([strata.mean(u * u, axis=0), strata.mean(v * v, axis=0),
@@ -50,8 +50,7 @@ strata.to_zarr(m, out, overwrite=True)
 '''
 
 DASK_QM = r'''
-import sys, dask, dask.array as da
-dask.config.set(scheduler="threads", num_workers=int(sys.argv[4]))
+import sys, dask.array as da
 u = da.from_zarr(sys.argv[1]); v = da.from_zarr(sys.argv[2])
 m = da.stack([(u * u).mean(axis=0), (v * v).mean(axis=0), (u * v).mean(axis=0)])
 m.to_zarr(sys.argv[3], overwrite=True)
@@ -66,30 +65,31 @@ zarr.save_array(sys.argv[3], m, chunks=(1,) + m.shape[1:])
 
 PY_RECHUNK = r'''
 import sys, strata
-src, dst, workers, work = sys.argv[1:5]
-spec = strata.Spec(allowed_mem="400MB", workers=int(workers), work_dir=work)
-strata.from_zarr(src, spec=spec).rechunk((1000, 10000)).to_zarr(dst, overwrite=True)
+src, dst, chunks, allowed, work = sys.argv[1:6]
+spec = strata.Spec(allowed_mem=allowed, work_dir=work)
+x = strata.from_zarr(src, spec=spec)
+strata.to_zarr(x.rechunk(tuple(int(c) for c in chunks.split(","))), dst, overwrite=True)
 '''
 
 DASK_RECHUNK = r'''
-import sys, dask, dask.array as da
-dask.config.set(scheduler="threads", num_workers=int(sys.argv[3]))
-da.from_zarr(sys.argv[1]).rechunk((1000, 10000)).to_zarr(sys.argv[2], overwrite=True)
+import sys, dask.array as da
+chunks = tuple(int(c) for c in sys.argv[3].split(","))
+da.from_zarr(sys.argv[1]).rechunk(chunks).to_zarr(sys.argv[2], overwrite=True)
 '''
 
 NUMPY_RECHUNK = r'''
 import sys, zarr
 a = zarr.open(sys.argv[1], mode="r")[...]
-zarr.save_array(sys.argv[2], a, chunks=(1000, 10000))
+zarr.save_array(sys.argv[2], a, chunks=tuple(int(c) for c in sys.argv[3].split(",")))
 '''
 
 PY_PLAN = r'''
 import json, sys, time, strata
-shape = tuple(int(v) for v in sys.argv[1].split(",")); chunks = tuple(int(v) for v in sys.argv[2].split(","))
-reps = int(sys.argv[3])
+shape = tuple(int(v) for v in sys.argv[1].split(","))
+chunks = tuple(int(v) for v in sys.argv[2].split(","))
 spec = strata.Spec(allowed_mem="2GB")
 seconds = []
-for _ in range(reps):
+for _ in range(int(sys.argv[3])):
     t0 = time.perf_counter()
     x = strata.random.random(shape, chunks=chunks, seed=1, spec=spec)
     y = strata.mean(strata.sqrt(x) * 2 + 1, axis=0)
@@ -99,184 +99,114 @@ print(json.dumps({"tasks": p.num_tasks, "seconds": seconds}))
 '''
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
-
-
-def busy_seconds():
-    """CPU seconds the whole machine has spent busy (all cores)."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def warm(paths):
-    for p in paths:
-        for root, _, files in os.walk(p):
-            for f in files:
-                with open(os.path.join(root, f), "rb") as fh:
-                    while fh.read(1 << 24):
-                        pass
-
-
-def timed(cmd, env):
-    """(wall s, peak RSS bytes, CPU s of other processes per wall s)."""
-    before_busy = busy_seconds()
-    before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
-    after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy = busy_seconds() - before_busy
-    own = (after_children.ru_utime - before_children.ru_utime +
-           after_children.ru_stime - before_children.ru_stime)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return wall, after_children.ru_maxrss * 1024, max(0.0, busy - own) / wall, proc.stdout
-
-
-def summarize(values):
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "n": len(values)}
-
-
-def run_workload(name, contenders, inputs, reps, redo, cleanup):
-    runs = {c: [] for c in contenders}
-    ratios = {c: [] for c in contenders if c != "cpp"}
-    order = list(contenders)
-    for rep in range(reps):
-        rot = order[rep % len(order):] + order[:rep % len(order)]
-        walls = {}
-        for c in rot:
-            cmd, env = contenders[c]
-            for attempt in range(redo + 1):
-                cleanup()
-                warm(inputs)
-                load = loadavg()
-                wall, rss, other, _ = timed(cmd, env)
-                disturbed = other > 0.10
-                if not disturbed or attempt == redo:
-                    break
-                log(f"  {name} {c}: others used {other:.2f} cores, redoing")
-            runs[c].append({"rep": rep, "wall_s": wall, "peak_rss": rss, "load1": load,
-                            "other_cores": other, "disturbed": disturbed})
-            walls[c] = wall
-            log(f"  {name} rep {rep} {c}: {wall:.2f} s, {rss / 1e6:.0f} MB, load {load:.1f}, "
-                f"others {other:.2f} cores")
-        for c in ratios:
-            ratios[c].append(walls[c] / walls["cpp"])
-    return {
-        "runs": runs,
-        "wall_s": {c: summarize([r["wall_s"] for r in runs[c]]) for c in runs},
-        "peak_rss": {c: summarize([r["peak_rss"] for r in runs[c]]) for c in runs},
-        "time_vs_cpp": {c: summarize(v) for c, v in ratios.items()},
-    }
+def plan_figures(run, done):
+    r = json.loads(done.stdout)
+    run["extra"]["plan_tasks"] = r["tasks"]
+    run["extra"]["plan_s"] = statistics.median(r["seconds"][1:] or r["seconds"])
+    run["extra"]["first_plan_s"] = r["seconds"][0]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--redo", type=int, default=2)
-    ap.add_argument("--t", type=int, default=20)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--build", default="build/release")
-    ap.add_argument("--dir", default="build/bench/python")
-    ap.add_argument("--plan-shape", default="3000,3000")
+    ap.add_argument("--t", type=int, default=None, help="quadratic means length (default 20)")
+    ap.add_argument("--bin", default="build/release/bin")
+    ap.add_argument("--bench-bin", default="build/release/bench")
+    ap.add_argument("--python", default="build/release/python",
+                    help="the build tree's package directory (PYTHONPATH)")
+    ap.add_argument("--dir", default="build/bench/python_overhead")
+    ap.add_argument("--plan-shape", default=None, help="default 3160,3160 (smoke 316,316)")
     ap.add_argument("--plan-chunks", default="10,10")
     ap.add_argument("--plan-reps", type=int, default=5)
-    ap.add_argument("--workloads", nargs="+", default=["quadratic_means", "seed_rechunk", "plan"])
+    ap.add_argument("--cases", nargs="+", default=["quadratic_means", "seed_rechunk", "plan"])
+    P.add_arguments(ap)
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    strata_bin = os.path.join(build, "bin", "strata")
-    os.makedirs(args.dir, exist_ok=True)
     d = os.path.abspath(args.dir)
-    work = os.path.join(d, "work")
-    env = dict(os.environ)
-    py_env = dict(env, PYTHONPATH=os.path.join(build, "python"))
-    w = str(args.workers)
-    result = {"machine": {"cpus": os.cpu_count(), "load1_start": loadavg()},
-              "args": vars(args), "workloads": {}}
+    strata_bin = os.path.abspath(os.path.join(args.bin, "strata"))
+    py_env = dict(os.environ, PYTHONPATH=os.path.abspath(args.python))
+    py = "/usr/bin/python3"
+    with P.Bench("python_overhead", args, scratch=d,
+                 description="the same workloads from C++, Python (strata), Dask and "
+                             "numpy") as b:
+        b.doc["dask_defaults"] = P.dask_defaults()
+        if "quadratic_means" in args.cases:
+            t = args.t or 20
+            plane = (98, 192) if args.smoke else (987, 1920)
+            allowed = "64MB" if args.smoke else "2GB"
+            u, v = os.path.join(d, f"u{t}.zarr"), os.path.join(d, f"v{t}.zarr")
+            for path, seed in [(u, 1), (v, 2)]:
+                if not os.path.exists(os.path.join(path, ".zarray")):
+                    subprocess.run([strata_bin, "random", path, "--shape",
+                                    f"{t},{plane[0]},{plane[1]}", "--chunks",
+                                    f"10,{plane[0]},{plane[1]}", "--seed", str(seed),
+                                    "--overwrite"], check=True)
+            argvs = {
+                "cpp": [os.path.join(args.bin, "quadratic_means"), u, v, "OUT", "--allowed-mem",
+                        allowed, "--work-dir", "WORK"],
+                "python": [py, "-c", PY_QM, u, v, "OUT", allowed, "WORK"],
+                "dask": [py, "-c", DASK_QM, u, v, "OUT"],
+                "numpy": [py, "-c", NUMPY_QM, u, v, "OUT"],
+            }
+            contenders = []
+            for name, argv in argvs.items():
+                out, work = os.path.join(d, f"qm_{name}.zarr"), os.path.join(d, f"work_{name}")
+                argv = [out if a == "OUT" else work if a == "WORK" else a for a in argv]
 
-    def rm(*paths):
-        def f():
-            for p in paths:
-                shutil.rmtree(p, ignore_errors=True)
-            os.makedirs(work, exist_ok=True)
-        return f
+                def setup(out=out, work=work):
+                    shutil.rmtree(out, ignore_errors=True)
+                    P.clear_dir(work)
+                    P.warm(u)
+                    P.warm(v)
+                contenders.append(P.Contender(name, argv, env=py_env if name == "python" else None,
+                                              setup=setup))
+            b.case(f"quadratic_means t={t}", contenders,
+                   ratios=[("python", "cpp"), ("dask", "python"), ("numpy", "python")],
+                   ratio_keys=("wall_s", "peak_rss_bytes"),
+                   describe={"t": t, "shape": [t, *plane], "chunks": [10, *plane],
+                             "allowed_mem": allowed})
+        if "seed_rechunk" in args.cases:
+            n, allowed = (1000, "64MB") if args.smoke else (10000, "400MB")
+            src = os.path.join(d, f"seed{n}.zarr")
+            if not os.path.exists(os.path.join(src, ".zarray")):
+                subprocess.run([strata_bin, "random", src, "--shape", f"{n},{n}", "--chunks",
+                                f"{n},{n // 10}", "--seed", "0", "--overwrite"], check=True)
+            target = f"{n // 10},{n}"
+            argvs = {
+                "cpp": [strata_bin, "rechunk", src, "OUT", "--chunks", target, "--allowed-mem",
+                        allowed, "--work-dir", "WORK", "--quiet", "--overwrite"],
+                "python": [py, "-c", PY_RECHUNK, src, "OUT", target, allowed, "WORK"],
+                "dask": [py, "-c", DASK_RECHUNK, src, "OUT", target],
+                "numpy": [py, "-c", NUMPY_RECHUNK, src, "OUT", target],
+            }
+            contenders = []
+            for name, argv in argvs.items():
+                out, work = os.path.join(d, f"rc_{name}.zarr"), os.path.join(d, f"work_{name}")
+                argv = [out if a == "OUT" else work if a == "WORK" else a for a in argv]
 
-    if "quadratic_means" in args.workloads:
-        t = args.t
-        u, v = os.path.join(d, f"u{t}.zarr"), os.path.join(d, f"v{t}.zarr")
-        for path, seed in [(u, 1), (v, 2)]:
-            if not os.path.exists(os.path.join(path, ".zarray")):
-                subprocess.run([strata_bin, "random", path, "--shape", f"{t},987,1920", "--chunks",
-                                "10,987,1920", "--seed", str(seed), "--overwrite"], check=True)
-        out = os.path.join(d, "qm_out.zarr")
-        contenders = {
-            "cpp": ([os.path.join(build, "bin", "quadratic_means"), u, v, out, "--allowed-mem",
-                     "2GB", "--workers", w, "--work-dir", work], env),
-            "python": (["/usr/bin/python3", "-c", PY_QM, u, v, out, w, work], py_env),
-            "dask": (["/usr/bin/python3", "-c", DASK_QM, u, v, out, w], env),
-            "numpy": (["/usr/bin/python3", "-c", NUMPY_QM, u, v, out], env),
-        }
-        log(f"quadratic_means t={t}")
-        result["workloads"]["quadratic_means"] = run_workload(
-            "quadratic_means", contenders, [u, v], args.reps, args.redo, rm(out))
-
-    if "seed_rechunk" in args.workloads:
-        src = os.path.join(d, "seed.zarr")
-        if not os.path.exists(os.path.join(src, ".zarray")):
-            subprocess.run([strata_bin, "random", src, "--shape", "10000,10000", "--chunks",
-                            "10000,1000", "--seed", "0", "--overwrite"], check=True)
-        dst = os.path.join(d, "seed_out.zarr")
-        contenders = {
-            "cpp": ([strata_bin, "rechunk", src, dst, "--chunks", "1000,10000", "--allowed-mem",
-                     "400MB", "--workers", w, "--work-dir", work, "--quiet", "--overwrite"], env),
-            "python": (["/usr/bin/python3", "-c", PY_RECHUNK, src, dst, w, work], py_env),
-            "dask": (["/usr/bin/python3", "-c", DASK_RECHUNK, src, dst, w], env),
-            "numpy": (["/usr/bin/python3", "-c", NUMPY_RECHUNK, src, dst], env),
-        }
-        log("seed_rechunk")
-        result["workloads"]["seed_rechunk"] = run_workload(
-            "seed_rechunk", contenders, [src], args.reps, args.redo, rm(dst))
-
-    if "plan" in args.workloads:
-        log("plan")
-        per = {"cpp": [], "python": []}
-        tasks = {}
-        cmds = {
-            "cpp": ([os.path.join(build, "bench", "plan_bench"), "--shape", args.plan_shape,
-                     "--chunks", args.plan_chunks, "--reps", str(args.plan_reps)], env),
-            "python": (["/usr/bin/python3", "-c", PY_PLAN, args.plan_shape, args.plan_chunks,
-                        str(args.plan_reps)], py_env),
-        }
-        ratios = []
-        for rep in range(args.reps):
-            order = ["cpp", "python"] if rep % 2 == 0 else ["python", "cpp"]
-            med = {}
-            for c in order:
-                _, _, other, out = timed(*cmds[c])
-                r = json.loads(out)
-                tasks[c] = r["tasks"]
-                # The first plan of a process pays for first use; the median of the rest.
-                med[c] = statistics.median(r["seconds"][1:] or r["seconds"])
-                per[c].append({"rep": rep, "seconds": r["seconds"], "median_s": med[c],
-                               "load1": loadavg(), "other_cores": other})
-                log(f"  plan rep {rep} {c}: {med[c] * 1e3:.1f} ms for {r['tasks']} tasks")
-            ratios.append(med["python"] / med["cpp"])
-        result["workloads"]["plan"] = {
-            "tasks": tasks, "runs": per,
-            "plan_s": {c: summarize([r["median_s"] for r in per[c]]) for c in per},
-            "python_vs_cpp": summarize(ratios)}
-    result["machine"]["load1_end"] = loadavg()
-    json.dump(result, sys.stdout, indent=1)
-    print()
+                def setup(out=out, work=work):
+                    shutil.rmtree(out, ignore_errors=True)
+                    P.clear_dir(work)
+                    P.warm(src)
+                contenders.append(P.Contender(name, argv, env=py_env if name == "python" else None,
+                                              setup=setup))
+            b.case(f"seed_rechunk {n}x{n}", contenders,
+                   ratios=[("python", "cpp"), ("dask", "python"), ("numpy", "python")],
+                   ratio_keys=("wall_s", "peak_rss_bytes"),
+                   describe={"shape": [n, n], "source_chunks": [n, n // 10],
+                             "target_chunks": [n // 10, n], "allowed_mem": allowed})
+        if "plan" in args.cases:
+            shape = args.plan_shape or ("316,316" if args.smoke else "3160,3160")
+            reps = str(args.plan_reps)
+            contenders = [
+                P.Contender("cpp", [os.path.join(args.bench_bin, "plan_bench"), "--shape", shape,
+                                    "--chunks", args.plan_chunks, "--reps", reps],
+                            finish=plan_figures),
+                P.Contender("python", [py, "-c", PY_PLAN, shape, args.plan_chunks, reps],
+                            env=py_env, finish=plan_figures),
+            ]
+            b.case("plan", contenders, ratios=[("python", "cpp")],
+                   ratio_keys=("plan_s", "first_plan_s"),
+                   describe={"shape": shape, "chunks": args.plan_chunks,
+                             "plans_per_process": args.plan_reps})
 
 
 if __name__ == "__main__":

@@ -338,7 +338,7 @@ TEST(MapBlocksTest, ScratchFromThePoolIsMeasuredWithinExtraMem) {
   // A scratch need beyond the budget is refused before anything runs.
   Result<NDArray> over = compute(map_blocks(fn, {a}, DTypeId::kFloat64, {}, 200 << 20, "greedy"));
   ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(over.status().message().find("op 'greedy'"), std::string_view::npos)
       << over.status().ToString();
 }

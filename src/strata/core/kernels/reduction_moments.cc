@@ -93,7 +93,10 @@ inline Moments BlockMoments(const double* x, Index m) {
     dsum += dx;
     qsum += dx * dx;
   }
-  return {dm, mean + dsum / dm, std::max(0.0, qsum - dsum * dsum / dm)};
+  // Rounding can take M2 a hair below zero; clamp it, but keep a NaN (a NaN
+  // element makes the variance NaN, as in numpy; std::max would drop it).
+  const double m2 = qsum - dsum * dsum / dm;
+  return {dm, mean + dsum / dm, m2 < 0 ? 0.0 : m2};
 }
 
 // Moments of a run, block by block: blocks of other types or strides are

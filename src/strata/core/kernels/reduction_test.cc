@@ -343,6 +343,22 @@ TEST(ReductionTest, RowsWiderThanOutputTiles) {
   }
 }
 
+// A NaN element makes var and std NaN (numpy's and the Array API's rule),
+// whatever block of the run it lands in.
+TEST(ReductionTest, VarAndStdOfNanAreNan) {
+  const int axes[] = {0};
+  for (Index at : {0, 17, 39}) {
+    NDArray a = Alloc(DTypeId::kFloat64, {40});
+    for (Index i = 0; i < 40; ++i) a.values<double>()[i] = static_cast<double>(i);
+    a.values<double>()[at] = std::numeric_limits<double>::quiet_NaN();
+    for (ReduceOp op : {ReduceOp::kVar, ReduceOp::kStd}) {
+      auto k = *MakeReductionKernel(op, DTypeId::kFloat64);
+      NDArray r = DirectReduce(*k, a.view(), axes);
+      EXPECT_TRUE(std::isnan(r.values<double>()[0])) << ReduceOpName(op) << " NaN at " << at;
+    }
+  }
+}
+
 // var of 1e6 values 1e9 + uniform[0, 1) in 100 chunks, against an exact
 // two-pass computation: naive sum-of-squares would lose every digit.
 TEST(ReductionTest, VarIsStableFarFromZero) {
