@@ -84,7 +84,7 @@ std::string PlanToDot(const Plan& plan) {
       attrs = ", shape=ellipse";
     }
     out += fmt::format("  \"{}\" [label=\"{}\"{}, tooltip=\"{}\"];\n", Escape(n.name), label,
-                       attrs, Escape(n.note));
+                       attrs, Escape(op.note.empty() ? op.tier_reason : op.note));
   }
   for (const PlannedOp& op : ops) {
     for (const auto& in : op.node->inputs) {
