@@ -17,13 +17,16 @@ from ._core import PlanError, _strata  # noqa: F401
 from ._core import DTYPES as _DTYPES
 from ._array import Array
 from ._spec import Spec
-from ._creation import (arange, asarray, empty, eye, from_array, from_dlpack, full,  # noqa: F401
-                        linspace, ones, zeros)
-from ._functions import (all, any, argmax, argmin, astype, broadcast_to, clip,  # noqa: F401
-                         concat, concatenate, count_nonzero, expand_dims, flip, groupby_reduce,
-                         matmul, matrix_transpose, max, mean, min, permute_dims, prod, rechunk,
-                         reshape, squeeze, stack, std, sum, take, tensordot, var, where)
+from ._creation import (arange, asarray, empty, empty_like, eye, from_array,  # noqa: F401
+                        from_dlpack, full, full_like, linspace, ones, ones_like, zeros,
+                        zeros_like)
+from ._functions import (all, any, argmax, argmin, astype, broadcast_arrays,  # noqa: F401
+                         broadcast_to, clip, concat, concatenate, count_nonzero, expand_dims,
+                         flip, groupby_reduce, matmul, matrix_transpose, max, mean, meshgrid,
+                         min, permute_dims, prod, rechunk, reshape, squeeze, stack, std, sum,
+                         take, tensordot, var, vecdot, where)
 from ._functions import elementwise_functions as _elementwise_functions
+from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
 from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401
 from ._compute import Plan, compute, map_blocks, plan, visualize  # noqa: F401

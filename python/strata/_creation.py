@@ -53,6 +53,37 @@ def full(shape, fill_value, *, dtype=None, device=None, chunks="auto", spec=None
                               None if dtype is None else dtype_name(dtype), spec_arg(spec)))
 
 
+def _like(x, what):
+    if not isinstance(x, Array):
+        raise TypeError(f"{what}: expected a strata.Array, got {type(x).__name__}")
+    return x
+
+
+def zeros_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
+    """zeros with x's shape, dtype (unless given), chunks and spec, as Dask's."""
+    x = _like(x, "zeros_like")
+    return zeros(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
+                 spec=spec or x.spec)
+
+
+def ones_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
+    x = _like(x, "ones_like")
+    return ones(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
+                spec=spec or x.spec)
+
+
+def empty_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
+    x = _like(x, "empty_like")
+    return empty(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
+                 spec=spec or x.spec)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None, chunks=None, spec=None):
+    x = _like(x, "full_like")
+    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device,
+                chunks=chunks or x.chunks, spec=spec or x.spec)
+
+
 def _real(v, what):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.generic)):
         raise TypeError(f"{what} must be a real number, got {type(v).__name__}")
@@ -144,6 +175,10 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, chunks="auto", spec=N
             obj = _wrap(_strata.astype(obj._h, dtype_name(dtype)))
         if chunks != "auto" and chunks is not None:
             obj = obj.rechunk(chunks)
+        elif copy:
+            # Lazy arrays are immutable, but setitem and in-place operators
+            # rebind the Python object: a copy is a new object.
+            obj = _wrap(obj._h)
         return obj
     if isinstance(obj, (list, tuple)) and any(isinstance(v, Array) for v in obj):
         obj = [np.asarray(v) for v in obj]

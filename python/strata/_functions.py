@@ -94,14 +94,23 @@ def _cast_first(x, dtype, what):
     return x
 
 
+def _of_dtype(r, dtype):
+    """A sum's or prod's result in the `dtype` asked for: the engine
+    accumulates small integers in 64 bits, the standard returns `dtype`
+    (wrapping, as numpy's sum(dtype=uint8) does)."""
+    if dtype is not None and r.dtype != np.dtype(dtype):
+        r = _wrap(_strata.astype(r._h, dtype_name(dtype)))
+    return r
+
+
 def sum(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
-    return _reduce("sum", _cast_first(x, dtype, "sum"), axis, keepdims,
-                   split_every=split_every or 0)
+    return _of_dtype(_reduce("sum", _cast_first(x, dtype, "sum"), axis, keepdims,
+                             split_every=split_every or 0), dtype)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
-    return _reduce("prod", _cast_first(x, dtype, "prod"), axis, keepdims,
-                   split_every=split_every or 0)
+    return _of_dtype(_reduce("prod", _cast_first(x, dtype, "prod"), axis, keepdims,
+                             split_every=split_every or 0), dtype)
 
 
 def mean(x, /, *, axis=None, keepdims=False, split_every=None):
@@ -116,20 +125,37 @@ def max(x, /, *, axis=None, keepdims=False, split_every=None):
     return _reduce("max", x, axis, keepdims, split_every=split_every or 0)
 
 
-def _ddof(correction):
-    if isinstance(correction, (bool, np.bool_)):
-        raise TypeError("correction must be a number")
-    if float(correction) != int(correction) or correction < 0:
-        raise ValueError(f"correction must be a non-negative whole number, got {correction}")
-    return int(correction)
+def _moment(name, x, axis, correction, keepdims, split_every):
+    """var or std with the standard's `correction` (numpy's ddof). A whole
+    correction is the engine's ddof; a fractional one rescales the ddof=0
+    result by n / (n - correction) (its square root for std), with numpy's
+    inf or NaN when n - correction <= 0."""
+    if isinstance(correction, (bool, np.bool_)) or not isinstance(
+            correction, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: correction must be a number, got {correction!r}")
+    c = float(correction)
+    if not c >= 0:
+        raise ValueError(f"{name}: correction must be non-negative, got {correction}")
+    if c == int(c):
+        return _reduce(name, x, axis, keepdims, int(c), split_every or 0)
+    x = _array(x, name)
+    r = _reduce("var", x, axis, keepdims, 0, split_every or 0)
+    axes = range(x.ndim) if axis is None else [a % x.ndim for a in _axes(axis, x.ndim)]
+    n = 1
+    for a in set(axes):
+        n *= x.shape[a]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = float(np.float64(n) / np.float64(builtins.max(n - c, 0.0)))
+    r = r * factor
+    return r if name == "var" else _wrap(_strata.unary("sqrt", r._h))
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False, split_every=None):
-    return _reduce("var", x, axis, keepdims, _ddof(correction), split_every or 0)
+    return _moment("var", x, axis, correction, keepdims, split_every)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False, split_every=None):
-    return _reduce("std", x, axis, keepdims, _ddof(correction), split_every or 0)
+    return _moment("std", x, axis, correction, keepdims, split_every)
 
 
 def all(x, /, *, axis=None, keepdims=False):
@@ -249,6 +275,59 @@ def squeeze(x, /, axis):
 def broadcast_to(x, /, shape):
     x = _array(x, "broadcast_to")
     return _wrap(_strata.broadcast_to(x._h, list(shape_tuple(shape))))
+
+
+def broadcast_arrays(*arrays):
+    """The arrays broadcast against each other (lazy broadcast_to each)."""
+    xs = [_array(a, "broadcast_arrays") for a in arrays]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in xs))
+    except ValueError:
+        raise ValueError("broadcast_arrays: shapes " + ", ".join(str(a.shape) for a in xs) +
+                         " do not broadcast") from None
+    return [a if a.shape == shape else broadcast_to(a, shape) for a in xs]
+
+
+def meshgrid(*arrays, indexing="xy"):
+    """Coordinate grids from 1-D arrays (numpy's meshgrid), each a lazy
+    broadcast of one reshaped input: nothing is copied until computed."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [_array(a, "meshgrid") for a in arrays]
+    for a in xs:
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: expected 1-D arrays, got shape {a.shape}")
+    if len({a.dtype for a in xs}) > 1:
+        raise ValueError("meshgrid: the arrays must have one dtype, got " +
+                         ", ".join(str(a.dtype) for a in xs))
+    n = len(xs)
+    pos = list(range(n))
+    if indexing == "xy" and n >= 2:
+        pos[0], pos[1] = 1, 0
+    shape = [0] * n
+    for a, p in zip(xs, pos):
+        shape[p] = a.shape[0]
+    out = []
+    for a, p in zip(xs, pos):
+        one = [1] * n
+        one[p] = a.shape[0]
+        out.append(broadcast_to(reshape(a, tuple(one)), tuple(shape)))
+    return out
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot product of x1 and x2 along `axis` (of their broadcast shape),
+    conjugating x1 when complex: a fused multiply and a sum."""
+    a, b = _array(x1, "vecdot"), _array(x2, "vecdot")
+    a, b = broadcast_arrays(a, b)
+    ndim = a.ndim
+    ax = operator.index(axis)
+    if not -ndim <= ax < ndim:
+        raise ValueError(f"vecdot: axis {axis} is out of range for shape {a.shape}")
+    if a.dtype.kind == "c":
+        a = _wrap(_strata.unary("conj", a._h))
+    prod = a * b
+    return sum(prod, axis=ax, dtype=prod.dtype)
 
 
 def _arrays(arrays, what):

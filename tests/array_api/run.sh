@@ -28,6 +28,13 @@ build="${STRATA_PYTHON_BUILD:-$repo/build/release/python}"
 skips=()
 if [[ "$module" == strata ]]; then skips=(--skips-file "$here/skips.txt"); fi
 
+# A debug (ASan) build's module needs ASan's runtime loaded first, as ctest
+# does for tests/python.
+if ldd "$build"/strata/_strata*.so 2>/dev/null | grep -q libasan; then
+  export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+fi
+
 cd "$suite"
 export ARRAY_API_TESTS_MODULE="$module"
 export ARRAY_API_TESTS_VERSION=2021.12

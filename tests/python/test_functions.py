@@ -1,5 +1,7 @@
 """Every function of the namespace against numpy, on random shapes and
 chunkings (each test draws its own seeded cases)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -159,6 +161,21 @@ def test_var_std_correction(rng):
             continue
         assert_eq(strata.var(x, correction=1), np.var(a, ddof=1), rtol=1e-10)
         assert_eq(strata.std(x, axis=0, correction=1), np.std(a, axis=0, ddof=1), rtol=1e-10)
+        # A fractional correction, also one as large as the count (inf/NaN as numpy).
+        assert_eq(strata.var(x, axis=-1, correction=1.5, keepdims=True),
+                  np.var(a, axis=-1, ddof=1.5, keepdims=True), rtol=1e-10)
+        with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # degrees of freedom <= 0
+            expected = np.std(a, axis=0, ddof=a.shape[0] + 0.5)
+        assert_eq(strata.std(x, axis=0, correction=a.shape[0] + 0.5), expected, rtol=1e-10)
+    with pytest.raises(ValueError, match="non-negative"):
+        strata.var(strata.ones(3), correction=-1)
+    with pytest.raises(TypeError, match="number"):
+        strata.std(strata.ones(3), correction="1")
+    # sum and prod return the dtype asked for (numpy wraps too).
+    u8 = np.array([200, 100], dtype=np.uint8)
+    assert_eq(strata.sum(strata.asarray(u8), dtype=strata.uint8), np.sum(u8, dtype=np.uint8))
+    assert_eq(strata.prod(strata.asarray(u8), dtype=strata.uint8), np.prod(u8, dtype=np.uint8))
 
 
 def test_logical_reductions_and_arg(rng):
@@ -362,3 +379,38 @@ def test_chunks_normalisation():
         strata.zeros((10, 2), chunks=(5,))
     with pytest.raises(TypeError):
         strata.zeros((10,), chunks=1.5)
+
+
+def test_like_broadcast_meshgrid_vecdot(rng):
+    for a, x in cases(rng):
+        for fn, ref in ((strata.zeros_like, np.zeros_like), (strata.ones_like, np.ones_like)):
+            y = fn(x)
+            assert y.chunks == x.chunks
+            assert_eq(y, ref(a))
+        assert_eq(strata.full_like(x, 7, dtype=strata.int16), np.full_like(a, 7, dtype=np.int16))
+        assert strata.empty_like(x, dtype=strata.float32).dtype == np.float32
+        b = rng.uniform(-1, 1, a.shape[-1:]) if a.ndim else rng.uniform(-1, 1, ())
+        got = strata.broadcast_arrays(x, strata.asarray(b))
+        for g, e in zip(got, np.broadcast_arrays(a, b)):
+            assert_eq(g, e)
+        if a.ndim:
+            assert_eq(strata.vecdot(x, strata.asarray(b)), np.sum(a * b, axis=-1))
+    u, v, w = (rng.uniform(-1, 1, n) for n in (3, 4, 2))
+    for indexing in ("xy", "ij"):
+        got = strata.meshgrid(*(strata.asarray(t, chunks=2) for t in (u, v, w)), indexing=indexing)
+        for g, e in zip(got, np.meshgrid(u, v, w, indexing=indexing)):
+            assert_eq(g, e)
+    c = rng.uniform(-1, 1, (3, 4)) + 1j * rng.uniform(-1, 1, (3, 4))
+    d = rng.uniform(-1, 1, (3, 4)) + 1j * rng.uniform(-1, 1, (3, 4))
+    assert_eq(strata.vecdot(strata.asarray(c, chunks=2), strata.asarray(d), axis=0),
+              np.sum(np.conj(c) * d, axis=0))
+    i8 = strata.asarray(np.arange(6, dtype=np.int8).reshape(2, 3))
+    assert strata.vecdot(i8, i8).dtype == np.int8
+    with pytest.raises(ValueError, match="do not broadcast"):
+        strata.broadcast_arrays(strata.ones(3), strata.ones(4))
+    with pytest.raises(ValueError, match="1-D"):
+        strata.meshgrid(strata.ones((2, 2)))
+    with pytest.raises(ValueError, match="out of range"):
+        strata.vecdot(strata.ones(3), strata.ones(3), axis=1)
+    with pytest.raises(TypeError, match="strata.Array"):
+        strata.zeros_like(np.ones(3))

@@ -342,6 +342,47 @@ def test_namespace_and_attributes():
     assert "array-" in repr(x)
 
 
+def test_data_type_functions():
+    f32, f64, i8, u8, u64, i64 = (strata.float32, strata.float64, strata.int8, strata.uint8,
+                                  strata.uint64, strata.int64)
+    fi = strata.finfo(f32)
+    assert (fi.bits, fi.eps, fi.dtype) == (32, float(np.finfo(np.float32).eps), f32)
+    assert type(fi.max) is float and fi.min == -fi.max
+    assert fi.smallest_normal == float(np.finfo(np.float32).smallest_normal)
+    assert strata.finfo(strata.complex128).dtype == f64
+    assert strata.finfo(strata.ones(2, dtype=f64)).bits == 64
+    ii = strata.iinfo(u64)
+    assert (ii.bits, ii.min, ii.max, ii.dtype) == (64, 0, 2**64 - 1, u64)
+    assert type(ii.max) is int and strata.iinfo(i8).min == -128
+    # result_type is the dtype the ops produce (mixed kinds: int + float32 is
+    # float32, as the standard says, where numpy gives float64).
+    x8, xf = strata.ones(3, dtype=i8), strata.ones(3, dtype=f32)
+    assert strata.result_type(x8, xf) == (x8 + xf).dtype == f32
+    assert strata.result_type(i8, u8) == strata.int16
+    assert strata.result_type(f32, strata.complex64, f64) == strata.complex128
+    assert strata.result_type(x8, 1) == i8 and strata.result_type(x8, 1.5) == f64
+    assert strata.result_type(strata.bool, 1) == i64
+    assert strata.can_cast(i8, strata.int16) and not strata.can_cast(strata.int16, i8)
+    assert strata.can_cast(u8, i64) and not strata.can_cast(u64, i64)
+    assert not strata.can_cast(f64, f32) and strata.can_cast(x8, f32)
+    assert strata.isdtype(i8, "signed integer") and not strata.isdtype(u8, "signed integer")
+    assert strata.isdtype(f32, ("integral", "real floating"))
+    assert strata.isdtype(strata.complex64, "numeric") and not strata.isdtype(strata.bool, "numeric")
+    assert strata.isdtype(f64, f64) and not strata.isdtype(f64, f32)
+    with pytest.raises(TypeError, match="not a floating-point dtype"):
+        strata.finfo(i8)
+    with pytest.raises(TypeError, match="not an integer dtype"):
+        strata.iinfo(f32)
+    with pytest.raises(ValueError, match="at least one"):
+        strata.result_type()
+    with pytest.raises(ValueError, match="uint64"):
+        strata.result_type(u64, i64)
+    with pytest.raises(ValueError, match="unknown kind"):
+        strata.isdtype(f32, "floating")
+    with pytest.raises(TypeError, match="not a dtype"):
+        strata.finfo("nope")
+
+
 def test_setitem_and_inplace_operators(rng):
     a = rng.random((7, 5))
     x = strata.asarray(a.copy(), chunks=(3, 2))
@@ -364,6 +405,12 @@ def test_setitem_and_inplace_operators(rng):
     i = strata.ones(3, dtype="int32")
     i *= 2
     assert i.dtype == np.int32
+    assert_eq(i, np.full(3, 2, np.int32))
+    # asarray(copy=True) is a new object: updating it leaves the original.
+    j = strata.asarray(i, copy=True)
+    assert j is not i and strata.asarray(i) is i
+    j //= 2
+    assert_eq(j, np.ones(3, np.int32))
     assert_eq(i, np.full(3, 2, np.int32))
     with pytest.raises(TypeError, match="change x's dtype"):
         i += 1.5

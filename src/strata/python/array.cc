@@ -6,6 +6,7 @@
 #include <map>
 
 #include "strata/api/subscript.h"
+#include "strata/core/kernels/elementwise.h"
 #include "strata/python/binding.h"
 #include "strata/storage/codec/codec_spec.h"
 
@@ -245,6 +246,10 @@ void RegisterArray(py::module_& m) {
   m.def("unary_ops", [] { return Names(UnaryOps()); });
   m.def("binary_ops", [] { return Names(BinaryOps()); });
   m.def("reduce_ops", [] { return Names(ReduceOps()); });
+  // The dtype two dtypes promote to, by the rule the elementwise ops use.
+  m.def("promote_types", [](const std::string& a, const std::string& b) {
+    return std::string(Unwrap(PromoteTypes(ToDType(a), ToDType(b))).name());
+  });
 
   // Creation.
   m.def("zeros", [](Shape shape, py::handle chunks, const std::string& dtype, py::handle spec) {
