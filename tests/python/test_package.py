@@ -10,11 +10,10 @@ import time
 
 import numpy as np
 import pytest
+import zarr  # python3-zarr, from scripts/install-deps.sh
 
 import strata
 from conftest import assert_eq
-
-zarr = pytest.importorskip("zarr")
 
 
 # ----------------------------------------------------------------- laziness
