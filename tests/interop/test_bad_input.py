@@ -156,7 +156,7 @@ def test_copy_onto_itself(strata, tmp_path):
     src = make_source(tmp_path / "src.zarr")
     before = tree_digest(src)
     proc = strata("copy", src, src, "--overwrite", check=False)
-    assert_clean_failure(proc, 1, "same array")
+    assert_clean_failure(proc, 2, "same location")
     assert tree_digest(src) == before
 
 

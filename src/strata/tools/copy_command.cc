@@ -1,33 +1,14 @@
 #include <fmt/format.h>
-#include <stdlib.h>
-
-#include <climits>
 
 #include "strata/base/parallel.h"
+#include "strata/base/progress.h"
+#include "strata/storage/location.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/commands.h"
-#include "strata/base/progress.h"
 
 namespace strata {
-namespace {
-
-// The canonical path of a local path (or the text itself for URLs and missing
-// paths), to refuse copying an array onto itself.
-std::string Canonical(const std::string& path) {
-  char buf[PATH_MAX];
-  if (path.find("://") == std::string::npos && ::realpath(path.c_str(), buf) != nullptr) {
-    return buf;
-  }
-  return path;
-}
-
-}  // namespace
-
 Status RunCopy(const CopyOptions& options) {
-  if (Canonical(options.src) == Canonical(options.dst)) {
-    return InvalidArgumentError(
-        fmt::format("SRC and DST are the same array ({}); copy to a new path", options.src));
-  }
+  STRATA_RETURN_IF_ERROR(CheckDisjoint(options.src, "SRC", options.dst, "DST"));
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix src_at, OpenStoreUrl(options.src, /*create=*/false));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> src,
                           ZarrArray::Open(src_at.store, src_at.prefix));
@@ -50,6 +31,9 @@ Status RunCopy(const CopyOptions& options) {
       metadata.fill_value = ZeroFillValue(metadata.dtype());  // v3 has no null fill value
     }
   }
+  CarriedAttributes carried = CarryAttributes(src->metadata(), metadata.zarr_format);
+  metadata.attributes_json = std::move(carried.attributes_json);
+  metadata.dimension_names = std::move(carried.dimension_names);
   STRATA_RETURN_IF_ERROR(metadata.Validate());
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix dst_at, OpenStoreUrl(options.dst, /*create=*/true));
   ZarrArray::CreateOptions create;
@@ -81,7 +65,11 @@ Status RunCopy(const CopyOptions& options) {
                               NDArray::Allocate(*pool, src->dtype(), src->metadata().chunk_shape));
       STRATA_RETURN_IF_ERROR(src->codec().Decode(bytes->span(), check.view(), *pool).WithContext(
           fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), src->url())));
-      STRATA_RETURN_IF_ERROR(dst->WriteEncodedChunk(block, bytes->span()));
+      if (dst->IsFillChunk(check.view().Slice(Box::FromShape(grid.BlockShape(block))))) {
+        STRATA_RETURN_IF_ERROR(dst->EraseChunk(block));  // as WriteChunk: fill is not stored
+      } else {
+        STRATA_RETURN_IF_ERROR(dst->WriteEncodedChunk(block, bytes->span()));
+      }
     } else {
       STRATA_ASSIGN_OR_RETURN(NDArray chunk,
                               NDArray::Allocate(*pool, src->dtype(), grid.BlockShape(block)));
@@ -91,6 +79,9 @@ Status RunCopy(const CopyOptions& options) {
     progress.Advance();
     return Status::Ok();
   }));
+  // A source rewritten while it was read leaves DST incomplete, and says so.
+  STRATA_RETURN_IF_ERROR(
+      src->CheckUnchanged().WithContext(fmt::format("not finishing {}", options.dst)));
   STRATA_RETURN_IF_ERROR(dst->Commit());
   progress.Finish();
   return Status::Ok();

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <string>
 
+#include "strata/base/byte_size.h"
 #include "strata/base/system_info.h"
 #include "strata/plan/spec.h"
+#include "strata/storage/location.h"
 #include "strata/tools/commands.h"
 
 namespace strata {
@@ -31,6 +33,17 @@ template <typename T>
 T OrUsage(Result<T> r) {
   if (!r.ok()) throw UsageError{std::string(r.status().message())};
   return std::move(r).value();
+}
+
+void OrUsage(const Status& s) {
+  if (!s.ok()) throw UsageError{std::string(s.message())};
+}
+
+// A size option given on the command line must parse ('' included): a bad
+// one is a usage error, not a failure of the run.
+void CheckSizeOption(const CLI::App* sub, const std::string& name, const std::string& value) {
+  if (sub->count(name) == 0) return;
+  OrUsage(ParseByteSize(value).status().WithContext(name));
 }
 
 ZarrFormat ParseFormat(int v) {
@@ -199,6 +212,7 @@ int Main(int argc, char** argv) {
       if (c_format != 0) o.zarr_format = ParseFormat(c_format);
       o.workers = check_workers(c_workers);
       o.overwrite = c_overwrite;
+      OrUsage(CheckDisjoint(o.src, "SRC", o.dst, "DST"));
       Status s = RunCopy(o);
       return s.ok() ? 0 : Fail(s);
     }
@@ -212,6 +226,23 @@ int Main(int argc, char** argv) {
         }
       }
       check_workers(rk.workers);
+      CLI::App* sub = rk.plan_only ? plan : rechunk;
+      CheckSizeOption(sub, "--allowed-mem", rk.allowed_mem);
+      CheckSizeOption(sub, "--reserved-mem", rk.reserved_mem);
+      CheckSizeOption(sub, "--total-system-mem", rk.total_system_mem);
+      if (!rk.plan_only) {
+        // Nothing written (DST, work_dir, the object tier) may overlap SRC,
+        // and DST may not hold the intermediates.
+        OrUsage(CheckDisjoint(rk.src, "SRC", rk.dst, "DST"));
+        if (!rk.work_dir.empty()) {
+          OrUsage(CheckDisjoint(rk.src, "SRC", rk.work_dir, "--work-dir"));
+          OrUsage(CheckDisjoint(rk.dst, "DST", rk.work_dir, "--work-dir"));
+        }
+        if (!rk.object_store_url.empty()) {
+          OrUsage(CheckDisjoint(rk.src, "SRC", rk.object_store_url, "--tier-object"));
+          OrUsage(CheckDisjoint(rk.dst, "DST", rk.object_store_url, "--tier-object"));
+        }
+      }
       OrUsage(ParseExecutor(rk.executor));
       OrUsage(ParseTierChoice(rk.tier));
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
