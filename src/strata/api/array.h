@@ -16,6 +16,7 @@
 #define STRATA_API_ARRAY_H_
 
 #include <complex>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +46,14 @@ class Array {
   // The chunk grid; chunksize() is its nominal (largest) chunk shape.
   const ChunkGrid& chunks() const;
   const Shape& chunksize() const { return chunks().chunk_shape(); }
-  int64_t nbytes() const { return size() * dtype().size(); }
+  // Bytes of the elements; saturates at the int64 maximum rather than overflow (an
+  // array built from metadata or a creation op always fits).
+  int64_t nbytes() const {
+    int64_t n;
+    return __builtin_mul_overflow(size(), int64_t{dtype().size()}, &n)
+               ? std::numeric_limits<int64_t>::max()
+               : n;
+  }
   // "array-007".
   std::string name() const;
   const std::shared_ptr<const Node>& node() const { return node_; }

@@ -76,7 +76,11 @@ Result<ChunkGrid> GridFor(const Shape& shape, const Shape& chunks, DType dtype, 
           fmt::format("{}: shape {} has a negative extent", op, ShapeToString(shape)));
     }
   }
-  STRATA_RETURN_IF_ERROR(CheckedNumElements(shape, fmt::format("{}: shape", op)).status());
+  STRATA_ASSIGN_OR_RETURN(Index elements, CheckedNumElements(shape, fmt::format("{}: shape", op)));
+  if (Index bytes; __builtin_mul_overflow(elements, Index{dtype.size()}, &bytes)) {
+    return InvalidArgumentError(fmt::format("{}: shape {} of {} holds more bytes than fit in int64",
+                                            op, ShapeToString(shape), dtype.name()));
+  }
   if (!chunks.empty() || shape.empty()) {
     if (chunks.size() != shape.size()) {
       return InvalidArgumentError(fmt::format("{}: chunks {} do not match the rank of shape {}", op,

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -153,7 +154,12 @@ struct Node {
 
   // Bytes of the largest block.
   int64_t max_block_bytes() const { return grid.max_block_elements() * dtype.size(); }
-  int64_t nbytes() const { return NumElements(shape) * dtype.size(); }
+  int64_t nbytes() const {  // saturating, as Array::nbytes
+    int64_t n;
+    return __builtin_mul_overflow(NumElements(shape), int64_t{dtype.size()}, &n)
+               ? std::numeric_limits<int64_t>::max()
+               : n;
+  }
   int64_t num_blocks() const { return grid.num_blocks(); }
 };
 

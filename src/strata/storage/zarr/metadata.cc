@@ -32,6 +32,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "strata/storage/zarr/json_util.h"
+
 namespace strata {
 namespace {
 
@@ -223,6 +225,8 @@ struct Doc {
 // Parses JSON text; a malformed document gives "malformed JSON in <doc> at
 // byte N: <what the parser expected>".
 Result<OrderedJson> ParseJson(std::string_view text, const Doc& doc) {
+  // Before any parser sees it: nlohmann recurses on nesting (copy, dump, destroy).
+  STRATA_RETURN_IF_ERROR(internal_zarr::CheckJsonLimits(text, doc.name));
   auto parse = [](std::string_view t) {
     return OrderedJson::parse(t.begin(), t.end(), /*cb=*/nullptr, /*allow_exceptions=*/true,
                               /*ignore_comments=*/false);
@@ -1153,6 +1157,9 @@ bool ArrayMetadata::ParseChunkKey(std::string_view key, Shape& block) const {
   return true;
 }
 
+// The most dimensions an array may have (numpy's limit).
+constexpr int kMaxRank = 32;
+
 Status ArrayMetadata::Validate() const {
   auto invalid = [](std::string message) { return InvalidArgumentError(std::move(message)); };
   const int n = rank();
@@ -1170,7 +1177,15 @@ Status ArrayMetadata::Validate() const {
           fmt::format("chunk shape {} has an extent below 1", ShapeToString(chunk_shape)));
     }
   }
-  STRATA_RETURN_IF_ERROR(CheckedNumElements(shape, "shape"));
+  if (n > kMaxRank) {
+    return invalid(
+        fmt::format("rank {} is more than the {} dimensions Strata supports", n, kMaxRank));
+  }
+  STRATA_ASSIGN_OR_RETURN(Index elements, CheckedNumElements(shape, "shape"));
+  if (Index total; __builtin_mul_overflow(elements, Index{dtype().size()}, &total)) {
+    return invalid(fmt::format("shape {} of {} holds more bytes than fit in int64 (2^63)",
+                               ShapeToString(shape), dtype().name()));
+  }
   STRATA_ASSIGN_OR_RETURN(Index chunk_elements, CheckedNumElements(chunk_shape, "chunk shape"));
   Index chunk_bytes;
   if (__builtin_mul_overflow(chunk_elements, Index{dtype().size()}, &chunk_bytes)) {

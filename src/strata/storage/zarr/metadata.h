@@ -89,7 +89,8 @@ struct ArrayMetadata {
   std::vector<std::pair<std::string, std::string>> Encode() const;
 
   // Checks internal consistency (ranks, chunk sizes >= 1, v2 transposes are C
-  // or F, fill value size); InvalidArgument names the problem.
+  // or F, fill value size) and limits (rank <= 32 as in numpy, the array's bytes fit
+  // in int64); InvalidArgument names the problem.
   Status Validate() const;
 };
 
