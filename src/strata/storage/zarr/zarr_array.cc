@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
+
+#include "strata/storage/zarr/json_util.h"
 
 namespace strata {
 namespace {
@@ -21,11 +25,14 @@ Result<ArrayMetadata> DecodeMarker(std::string_view text, const std::string& whe
   auto bad = [&] {
     return InvalidArgumentError(fmt::format("malformed incomplete-array marker {}", where));
   };
-  json marker = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Result<nlohmann::ordered_json> parsed =
+      internal_zarr::ParseLimitedJson(text, JoinKey(where, kIncompleteMarkerKey));
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::ordered_json& marker = *parsed;
   if (!marker.is_object() || !marker.contains("documents") || !marker["documents"].is_object()) {
     return bad();
   }
-  const json& docs = marker["documents"];
+  const nlohmann::ordered_json& docs = marker["documents"];
   auto get = [&](std::string_view key) -> std::string {
     auto it = docs.find(std::string(key));
     return it != docs.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -50,6 +57,72 @@ std::string NodeUrl(const Store& store, const std::string& path) {
   return path.empty() ? store.url() : JoinKey(store.url(), path);
 }
 
+// True for a key (relative to a node) spelled as a chunk key of some array:
+// "0.1", "0/1", "c/0/1", "c.0.1", "0", "c".
+bool LooksLikeChunkKey(std::string_view key) {
+  if (key == "c") return true;
+  if (key.size() > 2 && key[0] == 'c' && (key[1] == '/' || key[1] == '.')) key.remove_prefix(2);
+  if (key.empty()) return false;
+  bool digit = false;
+  for (char ch : key) {
+    if (ch >= '0' && ch <= '9') {
+      digit = true;
+    } else if ((ch == '.' || ch == '/') && digit) {
+      digit = false;
+    } else {
+      return false;
+    }
+  }
+  return digit;
+}
+
+// Removes what belongs to the node at `prefix` ("" or "path/") that is being
+// replaced, and nothing else: a group's whole tree (its members are its own);
+// an array's metadata documents first (so a reader sees it gone before its
+// chunks go), then its chunk keys, leaving any other file in its directory.
+// `existing` is null when the node's metadata cannot be read: then its
+// metadata documents and every key spelled like a chunk key go.
+Status EraseNode(Store& store, const std::string& prefix, const NodeInfo* existing) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store.List(prefix));
+  if (existing != nullptr && existing->kind == NodeInfo::Kind::kGroup) {
+    for (std::string_view doc : {kZarrJsonKey, kZgroupKey, kZattrsKey}) {
+      STRATA_RETURN_IF_ERROR(store.Erase(prefix + std::string(doc)));
+    }
+    for (const std::string& key : keys) STRATA_RETURN_IF_ERROR(store.Erase(key));
+    return Status::Ok();
+  }
+  for (std::string_view doc : {kZarrJsonKey, kZarrayKey, kZattrsKey, kIncompleteMarkerKey}) {
+    STRATA_RETURN_IF_ERROR(store.Erase(prefix + std::string(doc)));
+  }
+  Shape block;
+  for (const std::string& key : keys) {
+    std::string_view relative = std::string_view(key).substr(prefix.size());
+    const bool chunk = existing != nullptr && existing->array
+                           ? existing->array->ParseChunkKey(relative, block)
+                           : LooksLikeChunkKey(relative);
+    if (chunk) STRATA_RETURN_IF_ERROR(store.Erase(key));
+  }
+  return Status::Ok();
+}
+
+// True when every element of `src` has exactly the bytes of `element`.
+bool AllElementsAre(const ConstArrayView& src, std::span<const std::byte> element) {
+  const int esize = src.dtype().size();
+  const Index n = src.num_elements();
+  if (n == 0) return true;
+  if (src.is_contiguous()) {
+    const std::byte* p = src.data();
+    if (std::memcmp(p, element.data(), esize) != 0) return false;
+    // Each element equals the next one: all equal the first.
+    return n == 1 || std::memcmp(p, p + esize, static_cast<size_t>((n - 1) * esize)) == 0;
+  }
+  Shape idx(src.rank(), 0);
+  do {
+    if (std::memcmp(src.ElementPointer(idx), element.data(), esize) != 0) return false;
+  } while (NextIndex(idx, src.shape()));
+  return true;
+}
+
 }  // namespace
 
 Result<NodeInfo> InspectNode(Store& store, const std::string& path) {
@@ -57,8 +130,16 @@ Result<NodeInfo> InspectNode(Store& store, const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(std::optional<std::string> v3,
                           GetOptionalString(store, JoinKey(path, kZarrJsonKey)));
   if (v3) {
-    json doc = json::parse(*v3, nullptr, false);
-    if (doc.is_object() && doc.value("node_type", "") == "group") {
+    // A group is told by its node_type; anything else (an array, or a
+    // node_type of the wrong type) gets the array parser's error.
+    Result<nlohmann::ordered_json> doc = internal_zarr::ParseLimitedJson(*v3, kZarrJsonKey);
+    const nlohmann::ordered_json* node_type = nullptr;
+    if (doc.ok() && doc->is_object()) {
+      auto it = doc->find("node_type");
+      if (it != doc->end()) node_type = &*it;
+    }
+    if (node_type != nullptr && node_type->is_string() &&
+        node_type->get_ref<const std::string&>() == "group") {
       STRATA_RETURN_IF_ERROR(
           ParseZarrV3GroupMetadata(*v3).status().WithContext(fmt::format("reading {}", where)));
       return NodeInfo{NodeInfo::Kind::kGroup, ZarrFormat::kV3, std::nullopt};
@@ -121,9 +202,17 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Open(std::shared_ptr<Store> store,
     case NodeInfo::Kind::kArray:
       break;
   }
+  // The metadata's version before the metadata itself (InspectNode read it
+  // just now): a rewrite between the two shows as a change at the end.
+  const std::string metadata_key =
+      JoinKey(path, node.zarr_format == ZarrFormat::kV3 ? kZarrJsonKey : kZarrayKey);
+  Result<std::optional<std::string>> version = store->Version(metadata_key);
+  if (!version.ok()) return version.status().WithContext(fmt::format("opening {}", where));
   Result<std::shared_ptr<ZarrArray>> array =
       Make(std::move(store), std::move(path), std::move(*node.array));
   if (!array.ok()) return array.status().WithContext(fmt::format("opening {}", where));
+  (*array)->metadata_key_ = metadata_key;
+  (*array)->metadata_version_ = std::move(version).value();
   return array;
 }
 
@@ -164,15 +253,16 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> stor
         fmt::format("{} already holds a Zarr node that cannot be read", where));
   }
   if (erase_old) {
-    if (prefix.empty()) {
-      STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store->List(""));
-      for (const std::string& key : keys) STRATA_RETURN_IF_ERROR(store->Erase(key));
-    } else {
-      STRATA_RETURN_IF_ERROR(store->ErasePrefix(prefix));
-    }
+    STRATA_RETURN_IF_ERROR(EraseNode(*store, prefix, existing.ok() ? &*existing : nullptr)
+                               .WithContext(fmt::format("replacing {}", where)));
   }
+  // What a killed writer of this node left (temporary files) goes now, so
+  // that the finished array holds none.
+  STRATA_RETURN_IF_ERROR(store->ReclaimTempFiles(prefix).WithContext(
+      fmt::format("removing what an interrupted run left in {}", where)));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> array,
                           Make(store, path, std::move(metadata)));
+  array->fresh_ = !resume;
   if (options.deferred_metadata) {
     if (!resume) {
       STRATA_RETURN_IF_ERROR(store->Set(array->Key(kIncompleteMarkerKey),
@@ -195,12 +285,39 @@ Status ZarrArray::Commit() {
 
 std::string ZarrArray::url() const { return NodeUrl(*store_, path_); }
 
+Status ZarrArray::CheckUnchanged() const {
+  if (metadata_key_.empty()) return Status::Ok();
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> now, store_->Version(metadata_key_));
+  if (now == metadata_version_) return Status::Ok();
+  return FailedPreconditionError(fmt::format(
+      "{} was {} while this run read it (another writer is rewriting it?); what was read may mix "
+      "old and new data, so nothing is finished: run again once it is complete",
+      url(), now ? "replaced" : "removed"));
+}
+
 std::string ZarrArray::ChunkName(std::span<const Index> block) const {
   return metadata_.ChunkKey(block);
 }
 
 std::string ZarrArray::ChunkStoreKey(std::span<const Index> block) const {
   return Key(ChunkName(block));
+}
+
+Status ZarrArray::CheckMissingChunk() const {
+  // A chunk a concurrent rewrite deleted reads as missing: when the metadata
+  // went or changed too, say so now rather than fill. At most one check per
+  // 100 ms (a sparse array has many missing chunks); the end of the run
+  // checks again in any case.
+  if (metadata_key_.empty()) return Status::Ok();
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_missing_check_.load(std::memory_order_relaxed);
+  if (now - last < 100'000'000 ||
+      !last_missing_check_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    return Status::Ok();
+  }
+  return CheckUnchanged();
 }
 
 Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& out,
@@ -212,7 +329,7 @@ Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& o
     if (IsNotFound(s)) {
       *present = false;
       FillArray(out, metadata_.fill_value.bytes);
-      return Status::Ok();
+      return CheckMissingChunk();
     }
     return s;
   }
@@ -221,7 +338,7 @@ Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& o
     if (IsNotFound(encoded.status())) {
       *present = false;
       FillArray(out, metadata_.fill_value.bytes);
-      return Status::Ok();
+      return CheckMissingChunk();
     }
     return encoded.status();
   }
@@ -261,6 +378,7 @@ Status ZarrArray::WriteChunk(std::span<const Index> block, const ConstArrayView&
       << "WriteChunk of " << ShapeToString(data.shape()) << " for block of "
       << ShapeToString(block_shape);
   auto context = [&] { return fmt::format("writing chunk {} of {}", JoinIndices(block, '.'), url()); };
+  if (IsFillChunk(data)) return EraseChunk(block).WithContext(context());
   if (block_shape == metadata_.chunk_shape) {
     if (codec_->is_identity() && data.is_contiguous()) {
       return store_->Set(ChunkStoreKey(block), data.bytes()).WithContext(context());
@@ -286,7 +404,13 @@ Status ZarrArray::WriteEncodedChunk(std::span<const Index> block,
 }
 
 Status ZarrArray::EraseChunk(std::span<const Index> block) const {
+  if (fresh_) return Status::Ok();
   return store_->Erase(ChunkStoreKey(block));
+}
+
+bool ZarrArray::IsFillChunk(const ConstArrayView& data) const {
+  if (metadata_.fill_value.is_null) return false;
+  return AllElementsAre(data, metadata_.fill_value.bytes);
 }
 
 Status ZarrArray::ForEachBlockIn(

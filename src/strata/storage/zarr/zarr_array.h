@@ -19,8 +19,10 @@
 #ifndef STRATA_STORAGE_ZARR_ZARR_ARRAY_H_
 #define STRATA_STORAGE_ZARR_ZARR_ARRAY_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -79,13 +81,22 @@ class ZarrArray {
                          MemoryPool& pool) const;
 
   // Encodes and stores block `block` from `data` (the block's clipped shape).
+  // A chunk whose every element is the fill value is not stored (as
+  // zarr-python's default write_empty_chunks=False): it reads back as the
+  // fill value, and an old chunk at its key is erased.
   Status WriteChunk(std::span<const Index> block, const ConstArrayView& data,
                     MemoryPool& pool) const;
 
   // Stores an already-encoded chunk.
   Status WriteEncodedChunk(std::span<const Index> block, std::span<const std::byte> encoded) const;
 
+  // Removes the stored chunk (none to remove in an array Create made on an
+  // empty location: then no request is sent).
   Status EraseChunk(std::span<const Index> block) const;
+
+  // True when every element of `data` is the fill value (never for v2's null
+  // fill value, which zarr-python always writes).
+  bool IsFillChunk(const ConstArrayView& data) const;
 
   // Reads any region into `out` (shape == region.shape).
   Status ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const;
@@ -98,6 +109,11 @@ class ZarrArray {
     int64_t bytes = 0;  // their total size
   };
   Result<StoredChunks> CountStoredChunks() const;
+
+  // FailedPrecondition when the array's metadata document was removed or
+  // replaced since Open (another writer is rewriting it: what was read may
+  // mix old and new chunks). OK for arrays not made by Open.
+  Status CheckUnchanged() const;
 
   // Bytes of one decoded (full-shape) chunk.
   int64_t chunk_bytes() const { return codec_->chunk_bytes(); }
@@ -112,6 +128,7 @@ class ZarrArray {
                                                  ArrayMetadata metadata);
   std::string Key(std::string_view relative) const { return JoinKey(path_, relative); }
   std::string ChunkName(std::span<const Index> block) const;
+  Status CheckMissingChunk() const;
   Status ReadFullChunk(std::span<const Index> block, const ArrayView& out, MemoryPool& pool,
                        bool* present) const;
   // Calls fn for every block `region` touches, with the block's box and the
@@ -126,6 +143,14 @@ class ZarrArray {
   ArrayMetadata metadata_;
   ChunkGrid grid_;
   std::shared_ptr<const ChunkCodec> codec_;
+  // Created on a location holding nothing (or emptied by overwrite): no
+  // chunk can be stored yet, so skipped fill chunks need no erase.
+  bool fresh_ = false;
+  // Open: the metadata document's key and Store::Version then.
+  std::string metadata_key_;
+  std::optional<std::string> metadata_version_;
+  // Steady-clock nanoseconds of the last CheckUnchanged a missing chunk made.
+  mutable std::atomic<int64_t> last_missing_check_{0};
 };
 
 // Reads the metadata of the node at `path` (array or group, either version)
