@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <filesystem>
+#include <optional>
+#include <vector>
 
+#include "strata/base/process_info.h"
 #include "strata/storage/store.h"
 
 namespace strata {
@@ -68,9 +72,23 @@ Status WriteFully(int fd, const std::byte* data, int64_t size, const std::string
   return Status::Ok();
 }
 
-// Opens `path` for reading; NotFound when absent or a directory.
+// What a non-regular file is, for messages.
+std::string FileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+// Opens `path` for reading; NotFound when absent or a directory (a directory
+// is not a key). Anything else that is not a regular file (a FIFO, a device,
+// a socket, or a symlink to one, e.g. to /dev/zero) is FailedPrecondition
+// naming it: reading it could block forever or never end. O_NONBLOCK makes
+// the open of a FIFO return at once instead of waiting for a writer.
 Result<int> OpenForRead(const std::string& path, int64_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return NotFoundError(fmt::format("{} not found", path));
     return ErrnoToStatus(errno, fmt::format("opening {}", path));
@@ -83,8 +101,18 @@ Result<int> OpenForRead(const std::string& path, int64_t* size) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return NotFoundError(fmt::format("{} is not a file", path));
+    if (S_ISDIR(st.st_mode)) return NotFoundError(fmt::format("{} is not a file", path));
+    std::string via;
+    std::error_code ec;
+    if (fs::is_symlink(path, ec)) {
+      fs::path target = fs::read_symlink(path, ec);
+      if (!ec) via = fmt::format(" (a symlink to {})", target.string());
+    }
+    return FailedPreconditionError(fmt::format(
+        "{} is {}{}, not a regular file; refusing to read it", path, FileKind(st.st_mode), via));
   }
+  // Back to blocking reads: a regular file never blocks, but be plain.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   *size = st.st_size;
   return fd;
 }
@@ -102,6 +130,56 @@ Status MakeDirectories(const std::string& dir) {
 
 bool LocalStore::IsTempName(std::string_view file_name) {
   return file_name.find(kTempMarker) != std::string_view::npos;
+}
+
+namespace {
+
+// Whether the writer named in a temporary file name is gone: the numbers
+// after the marker are "<pid>-<start time>-<n>" (or "<pid>-<n>", as earlier
+// versions wrote, then the pid alone decides).
+bool TempWriterGone(std::string_view file_name) {
+  const size_t at = file_name.find(kTempMarker);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = file_name.substr(at + kTempMarker.size());
+  std::vector<uint64_t> numbers;
+  while (!rest.empty()) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+    if (ec != std::errc() || end == rest.data()) return false;  // not ours: leave it
+    numbers.push_back(v);
+    rest.remove_prefix(end - rest.data());
+    if (!rest.empty()) {
+      if (rest[0] != '-') return false;
+      rest.remove_prefix(1);
+    }
+  }
+  if (numbers.size() < 2 || numbers.size() > 3) return false;
+  const pid_t pid = static_cast<pid_t>(numbers[0]);
+  std::optional<uint64_t> start;
+  if (numbers.size() == 3) start = numbers[1];
+  return !ProcessAlive(pid, start);
+}
+
+}  // namespace
+
+Status LocalStore::ReclaimTempFiles(std::string_view prefix) {
+  std::string dir_key(prefix);
+  while (!dir_key.empty() && dir_key.back() == '/') dir_key.pop_back();
+  if (!dir_key.empty()) STRATA_RETURN_IF_ERROR(ValidateKey(dir_key));
+  fs::path dir = dir_key.empty() ? fs::path(root_) : fs::path(root_) / dir_key;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::Ok();
+  fs::recursive_directory_iterator it(dir, ec), end;
+  if (ec) return ErrnoToStatus(ec.value(), fmt::format("listing {}", dir.string()));
+  for (; it != end; it.increment(ec)) {
+    if (ec) return ErrnoToStatus(ec.value(), fmt::format("listing {}", dir.string()));
+    const std::string name = it->path().filename().string();
+    if (!IsTempName(name) || !TempWriterGone(name)) continue;
+    if (::unlink(it->path().c_str()) != 0 && errno != ENOENT) {
+      return ErrnoToStatus(errno, fmt::format("removing {}", it->path().string()));
+    }
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<LocalStore>> LocalStore::Open(std::string root, Options options) {
@@ -174,8 +252,25 @@ Result<std::optional<int64_t>> LocalStore::Size(std::string_view key) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<int64_t>();
     return ErrnoToStatus(errno, fmt::format("stat {}", path));
   }
-  if (!S_ISREG(st.st_mode)) return std::optional<int64_t>();
+  if (S_ISDIR(st.st_mode)) return std::optional<int64_t>();
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(
+        fmt::format("{} is {}, not a regular file", path, FileKind(st.st_mode)));
+  }
   return std::optional<int64_t>(st.st_size);
+}
+
+Result<std::optional<std::string>> LocalStore::Version(std::string_view key) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
+    return ErrnoToStatus(errno, fmt::format("stat {}", path));
+  }
+  if (S_ISDIR(st.st_mode)) return std::optional<std::string>();
+  // Set renames a new file over the key: a new inode and mtime every time.
+  return std::optional<std::string>(fmt::format("{}:{}:{}:{}.{:09d}", st.st_dev, st.st_ino,
+                                                st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec));
 }
 
 Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
@@ -184,8 +279,9 @@ Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
   std::string dir = path.substr(0, slash);
   std::string name = path.substr(slash + 1);
   static std::atomic<uint64_t> counter{0};
-  std::string temp = fmt::format("{}/.{}{}{}-{}", dir, name, kTempMarker, ::getpid(),
-                                 counter.fetch_add(1, std::memory_order_relaxed));
+  std::string temp =
+      fmt::format("{}/.{}{}{}-{}-{}", dir, name, kTempMarker, ::getpid(), ThisProcessStartTime(),
+                  counter.fetch_add(1, std::memory_order_relaxed));
   int raw_fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (raw_fd < 0 && errno == ENOENT) {
     STRATA_RETURN_IF_ERROR(MakeDirectories(dir));

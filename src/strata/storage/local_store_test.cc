@@ -1,11 +1,14 @@
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
+#include "strata/base/process_info.h"
 #include "strata/storage/store.h"
 #include "strata/storage/store_test_util.h"
 
@@ -100,6 +103,80 @@ TEST(OpenStoreUrlTest, SchemesAndPaths) {
   Result<StoreAndPrefix> bad = OpenStoreUrl("gopher://x", true);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("unsupported URL scheme 'gopher'"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(LocalStoreReliabilityTest, FifoIsAnErrorNotAHang) {
+  ScratchDir dir;
+  auto store = *LocalStore::Open(dir.path());
+  ASSERT_EQ(::mkfifo((dir.path() + "/0.0").c_str(), 0644), 0);
+  Result<Buffer> got = store->Get("0.0", *MemoryPool::Default());
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(got.status().message().find("is a FIFO, not a regular file"), std::string_view::npos)
+      << got.status().ToString();
+  std::vector<std::byte> out(8);
+  EXPECT_EQ(store->GetInto("0.0", out).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store->Size("0.0").status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(LocalStoreReliabilityTest, SymlinkToADeviceNamesIt) {
+  ScratchDir dir;
+  auto store = *LocalStore::Open(dir.path());
+  std::filesystem::create_symlink("/dev/zero", dir.path() + "/0.1");
+  Result<Buffer> got = store->Get("0.1", *MemoryPool::Default());
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(got.status().message().find("is a character device (a symlink to /dev/zero)"),
+            std::string_view::npos)
+      << got.status().ToString();
+  // A directory is not a key: absent.
+  std::filesystem::create_directories(dir.path() + "/sub");
+  EXPECT_TRUE(IsNotFound(store->Get("sub", *MemoryPool::Default()).status()));
+}
+
+TEST(LocalStoreReliabilityTest, ReclaimsTempFilesOfDeadWritersOnly) {
+  ScratchDir dir;
+  auto store = *LocalStore::Open(dir.path());
+  ASSERT_TRUE(store->Set("a/0.0", "x").ok());
+  // A child that exits at once: its pid is dead (and reaped).
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  auto touch = [&](const std::string& name) {
+    std::ofstream(dir.path() + "/a/" + name) << "partial";
+  };
+  touch(fmt::format(".0.1.strata-tmp-{}-{}-7", child, 123));  // dead writer
+  touch(fmt::format(".0.2.strata-tmp-{}-3", child));          // dead, older spelling
+  touch(fmt::format(".0.3.strata-tmp-{}-{}-1", ::getpid(), ThisProcessStartTime()));  // live
+  touch(fmt::format(".0.4.strata-tmp-{}-{}-1", ::getpid(),
+                    ThisProcessStartTime() + 1));  // pid reused
+  touch(".0.5.strata-tmp-not-a-pid");              // not ours to judge
+  ASSERT_TRUE(store->ReclaimTempFiles("a/").ok());
+  std::vector<std::string> left;
+  for (auto& e : std::filesystem::directory_iterator(dir.path() + "/a")) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{
+                      fmt::format(".0.3.strata-tmp-{}-{}-1", ::getpid(), ThisProcessStartTime()),
+                      ".0.5.strata-tmp-not-a-pid", "0.0"}));
+}
+
+TEST(LocalStoreReliabilityTest, VersionChangesOnEveryWrite) {
+  ScratchDir dir;
+  auto store = *LocalStore::Open(dir.path());
+  EXPECT_FALSE(store->Version("k")->has_value());
+  ASSERT_TRUE(store->Set("k", "same").ok());
+  std::optional<std::string> v1 = *store->Version("k");
+  ASSERT_TRUE(v1.has_value());
+  ASSERT_TRUE(store->Set("k", "same").ok());
+  EXPECT_NE(*store->Version("k"), v1);  // same bytes, a new file
 }
 
 }  // namespace

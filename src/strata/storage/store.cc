@@ -44,6 +44,15 @@ Status Store::ErasePrefix(std::string_view prefix) {
   return Status::Ok();
 }
 
+Result<std::optional<std::string>> Store::Version(std::string_view key) {
+  Result<std::string> value = GetString(key);
+  if (!value.ok()) {
+    if (IsNotFound(value.status())) return std::optional<std::string>();
+    return value.status();
+  }
+  return std::optional<std::string>(std::move(value).value());
+}
+
 Result<bool> Store::Exists(std::string_view key) {
   STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
   return size.has_value();

@@ -63,6 +63,18 @@ class Store {
   // Removes every key under `prefix`.
   virtual Status ErasePrefix(std::string_view prefix);
 
+  // A token that changes whenever `key` is written again, even with the same
+  // bytes where the store can tell (LocalStore: the file's device, inode,
+  // size and modification time, one stat); by default the value itself.
+  // nullopt when absent. Lets a reader notice that what it read was replaced
+  // during its run.
+  virtual Result<std::optional<std::string>> Version(std::string_view key);
+
+  // Removes what writers that died left under `prefix` (LocalStore: the
+  // temporary files of Set calls by processes that are gone); never what a
+  // live process is writing. OK when there is nothing of the kind.
+  virtual Status ReclaimTempFiles(std::string_view prefix) { return Status::Ok(); }
+
   Result<bool> Exists(std::string_view key);
 
   // Reads `key` as text (metadata documents); NotFound when absent.
@@ -108,6 +120,8 @@ class LocalStore : public Store {
   Status Erase(std::string_view key) override;
   Result<std::vector<std::string>> List(std::string_view prefix) override;
   Status ErasePrefix(std::string_view prefix) override;
+  Status ReclaimTempFiles(std::string_view prefix) override;
+  Result<std::optional<std::string>> Version(std::string_view key) override;
   std::string url() const override { return root_; }
 
   const std::string& root() const { return root_; }
@@ -115,6 +129,9 @@ class LocalStore : public Store {
   Result<std::string> PathOf(std::string_view key) const;
 
   // True for the names LocalStore gives its temporary files; List skips them.
+  // A temporary name is ".<key name>.strata-tmp-<pid>-<start time>-<n>",
+  // naming the writing process so that a later run can tell one whose writer
+  // died (ReclaimTempFiles).
   static bool IsTempName(std::string_view file_name);
 
  private:
