@@ -433,7 +433,35 @@ struct Transfer {
   Status sink_status;  // the first failure of the sink; aborts the transfer
   std::span<const std::byte> upload;
   int64_t upload_offset = 0;
+  // The request's budget of time without progress (Options::timeout_seconds):
+  // spent by earlier attempts and backoff, the total, and when this attempt
+  // last moved a byte. The progress callback aborts the attempt once spent.
+  double idle_before = 0;
+  double idle_budget = 0;
+  std::chrono::steady_clock::time_point last_progress;
+  curl_off_t last_moved = 0;
+  bool budget_spent = false;
 };
+
+int OnProgress(void* user, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t ulnow) {
+  auto* t = static_cast<Transfer*>(user);
+  const auto now = std::chrono::steady_clock::now();
+  if (dlnow + ulnow != t->last_moved) {
+    t->last_moved = dlnow + ulnow;
+    t->last_progress = now;
+    return 0;
+  }
+  const double idle =
+      t->idle_before + std::chrono::duration<double>(now - t->last_progress).count();
+  if (idle >= t->idle_budget) {
+    t->budget_spent = true;
+    return 1;  // CURLE_ABORTED_BY_CALLBACK
+  }
+  return 0;
+}
+
+// "2.5", "30": seconds for messages.
+std::string FormatSeconds(double s) { return fmt::format("{:g}", std::round(s * 10) / 10); }
 
 bool HeaderIs(std::string_view line, std::string_view name, std::string_view* value) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
@@ -650,17 +678,33 @@ class S3Store::Client {
     const int max_attempts = 1 + std::max(0, options_.max_retries);
     HandleLease lease(handles_);
     CURL* h = lease.get();
+    double idle = 0;  // seconds of this request's timeout budget spent
+    auto out_of_time = [&](int attempts) {
+      return UnknownError(fmt::format(
+          "{}: {} {} timed out: no progress for {} s over {} attempt{} (timeout={}; raise it "
+          "with ?timeout=SECONDS on the s3:// URL)",
+          request.what, request.method, options_.endpoint, FormatSeconds(idle), attempts,
+          attempts == 1 ? "" : "s", FormatSeconds(options_.timeout_seconds)));
+    };
     for (int attempt = 1;; ++attempt) {
       Transfer t;
       t.sink = sink;
       t.upload = request.body;
+      t.idle_before = idle;
+      t.idle_budget = options_.timeout_seconds;
+      t.last_progress = std::chrono::steady_clock::now();
       char error_text[CURL_ERROR_SIZE] = {0};
       CurlHeaders headers;
       Configure(h, request, url, t, headers, error_text);
       CURLcode rc = curl_easy_perform(h);
       curl_easy_reset(h);  // no pointers to this attempt's state stay in the handle
       requests_.fetch_add(1, std::memory_order_relaxed);
+      idle +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t.last_progress).count();
       if (!t.sink_status.ok()) return t.sink_status;  // not transient: a full pool, a bad size
+      if (rc != CURLE_OK && (t.budget_spent || idle >= options_.timeout_seconds)) {
+        return out_of_time(attempt);
+      }
       if (rc == CURLE_OK) {
         Response response;
         response.status = t.status;
@@ -674,14 +718,15 @@ class S3Store::Client {
         }
         response.error = internal_storage::ParseErrorBody(t.error_body);
         if (internal_storage::IsRetryableResponse(t.status, response.error.code) &&
-            attempt < max_attempts) {
-          Backoff(attempt);
+            attempt < max_attempts && idle < options_.timeout_seconds) {
+          idle += Backoff(attempt, options_.timeout_seconds - idle);
           continue;
         }
         return response;
       }
       if (IsTransientCurlError(rc) && attempt < max_attempts) {
-        Backoff(attempt);
+        idle += Backoff(attempt, options_.timeout_seconds - idle);
+        if (idle >= options_.timeout_seconds) return out_of_time(attempt);
         continue;
       }
       // libcurl's error buffer says more than its code's text, when it says anything.
@@ -737,8 +782,13 @@ class S3Store::Client {
     // the like apply to everything else, as in every AWS SDK).
     if (loopback_) curl_easy_setopt(h, CURLOPT_PROXY, "");
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_text);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(options_.connect_timeout_seconds * 1000));
+    curl_easy_setopt(
+        h, CURLOPT_CONNECTTIMEOUT_MS,
+        static_cast<long>(std::max(1.0, 1000 * std::min(options_.connect_timeout_seconds,
+                                                        t.idle_budget - t.idle_before))));
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
                      std::max(1L, static_cast<long>(options_.stall_timeout_seconds)));
@@ -784,12 +834,15 @@ class S3Store::Client {
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.list);
   }
 
-  void Backoff(int attempt) {
+  // Sleeps before retry `attempt`, at most `left` seconds; returns the seconds slept.
+  double Backoff(int attempt, double left) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     double cap = std::min(options_.max_backoff_seconds,
                           options_.initial_backoff_seconds * std::ldexp(1.0, attempt - 1));
     std::uniform_real_distribution<double> jitter(0.0, std::max(0.0, cap));
-    std::this_thread::sleep_for(std::chrono::duration<double>(jitter(rng)));
+    const double seconds = std::clamp(jitter(rng), 0.0, std::max(0.0, left));
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return seconds;
   }
 
   const Options& options_;  // the store's, which outlives the client
@@ -869,6 +922,14 @@ Result<S3Store::Options> S3Store::ParseUrl(std::string_view url) {
     } else if (name == "max_retries") {
       STRATA_ASSIGN_OR_RETURN(int64_t v, ParseIntOption(name, value));
       options.max_retries = static_cast<int>(std::clamp<int64_t>(v, -1, 1000));
+    } else if (name == "timeout") {
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !(v > 0) || v > 86400) {
+        return InvalidArgumentError(fmt::format(
+            "s3 URL option timeout={} must be a number of seconds in (0, 86400]", value));
+      }
+      options.timeout_seconds = v;
     } else if (name == "list_page_size") {
       STRATA_ASSIGN_OR_RETURN(int64_t v, ParseIntOption(name, value));
       options.list_page_size = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 20));
@@ -879,7 +940,8 @@ Result<S3Store::Options> S3Store::ParseUrl(std::string_view url) {
     } else {
       return InvalidArgumentError(fmt::format(
           "unknown s3 URL option '{}' in '{}' (known: endpoint, region, max_concurrency, "
-          "max_retries, multipart_threshold, part_size, list_page_size; credentials come from "
+          "max_retries, timeout, multipart_threshold, part_size, list_page_size; credentials come "
+          "from "
           "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
           name, url));
     }

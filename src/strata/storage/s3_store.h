@@ -21,7 +21,10 @@
 // (`s3://bucket/prefix/key`), the method, the endpoint and the HTTP status and
 // S3 error code: "s3://b/p/a.zarr/0.0: PUT http://127.0.0.1:4568 returned 403
 // SignatureDoesNotMatch (...)". A server that cannot be reached after the
-// retries is Unavailable; a missing bucket is NotFound at Open.
+// retries is Unavailable; a missing bucket is NotFound at Open. A request
+// whose time without progress (all attempts together) passes
+// `timeout_seconds` fails at once, naming the timeout; it is not retried
+// further by the executor either (the budget was the request's whole).
 //
 // Thread-safety: every method may be called from many threads at once. At
 // most `max_concurrency` requests are in flight per store; further calls wait
@@ -62,8 +65,15 @@ class S3Store : public Store {
     double initial_backoff_seconds = 0.2;
     double max_backoff_seconds = 10.0;
     double connect_timeout_seconds = 10.0;
-    // A transfer slower than 1 byte/s for this long is a timeout (retried).
-    double stall_timeout_seconds = 60.0;
+    // An attempt that moves no byte for this long is abandoned (and retried).
+    double stall_timeout_seconds = 10.0;
+    // The whole budget of one request, retries and backoff included: the
+    // time it may spend with no byte moving (waiting for a connection, an
+    // answer, or the rest of a body). Time spent moving data does not count,
+    // so a large transfer over a slow link is not cut short, while a server
+    // that accepts and never answers, or stalls mid-body, fails after this
+    // long with an error naming the timeout. URL option `timeout=SECONDS`.
+    double timeout_seconds = 30.0;
 
     // Values larger than this are uploaded in parts of `part_size` bytes.
     int64_t multipart_threshold = int64_t{64} << 20;
@@ -81,8 +91,8 @@ class S3Store : public Store {
 
   // Options for "s3://bucket/prefix?endpoint=...&region=...": the environment
   // first, then the URL's query options, which take precedence. Options:
-  // endpoint, region, max_concurrency, max_retries, multipart_threshold,
-  // part_size, list_page_size. Credentials are never taken from a URL (URLs
+  // endpoint, region, max_concurrency, max_retries, timeout (seconds),
+  // multipart_threshold, part_size, list_page_size. Credentials are never taken from a URL (URLs
   // end up in messages and plan dumps). InvalidArgument for a malformed URL
   // or an unknown option.
   static Result<Options> ParseUrl(std::string_view url);
