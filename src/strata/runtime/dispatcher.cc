@@ -11,6 +11,7 @@
 
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
+#include "strata/runtime/commit_target.h"
 #include "strata/runtime/object_tier.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -85,7 +86,7 @@ Status Dispatcher::OpenTargets(bool commit_empty) {
     if (op.node->kind != NodeKind::kStore) continue;
     STRATA_RETURN_IF_ERROR(op.node->target->Open());
     if (op.num_tasks() == 0 && commit_empty) {
-      STRATA_RETURN_IF_ERROR(op.node->target->array()->Commit());
+      STRATA_RETURN_IF_ERROR(CommitTarget(plan_, *op.node));
     }
   }
   return Status::Ok();
@@ -117,6 +118,10 @@ Status Dispatcher::MakeTiers() {
           object_store_ = std::move(at.store);
           object_prefix_ =
               JoinKey(at.prefix, std::filesystem::path(run_dir_).filename().string());
+          if (run_directory_) {  // the run's owner (under mpi: rank 0)
+            ReclaimDeadObjectRuns(*object_store_, at.prefix).status().IgnoreError();
+            STRATA_RETURN_IF_ERROR(WriteObjectRunOwner(*object_store_, object_prefix_));
+          }
         }
         tier = std::make_unique<ObjectIntermediateStore>(
             object_store_, JoinKey(object_prefix_, StoreName(op)), op.node->grid,
@@ -139,8 +144,13 @@ Status Dispatcher::MakeRunDir(bool create) {
     }
     std::error_code ec;
     if (!std::filesystem::exists(base, ec)) created_work_dir_ = true;
-    static std::atomic<int> counter{0};
-    run_dir_ = fmt::format("{}/strata-run-{}-{}", base, ::getpid(), counter++);
+    // What dead runs left goes first; ours is locked for as long as we live.
+    ReclaimDeadRunDirectories(base).status().IgnoreError();
+    Result<std::unique_ptr<RunDirectory>> dir = RunDirectory::Create(base);
+    if (!dir.ok()) return dir.status().WithContext("work_dir");
+    run_directory_ = std::move(dir).value();
+    run_dir_ = run_directory_->path();
+    made_run_dir_ = true;
   }
   if (create && !made_run_dir_) {
     std::error_code ec;
@@ -284,7 +294,7 @@ void Dispatcher::WorkerLoop(int worker) {
     for (int f : done.finished_ops) {
       const PlannedOp& finished = plan_.ops()[f];
       if (finished.node->kind == NodeKind::kStore && post.ok()) {
-        post = finished.node->target->array()->Commit();
+        post = CommitTarget(plan_, *finished.node);
       }
       Notify([&](Callback& cb) { cb.OnOpEnd(finished); });
     }
@@ -355,6 +365,10 @@ Status Dispatcher::CleanupTiers() {
 
 Status Dispatcher::RemoveRunDir() {
   Status first;
+  // The object tier's blocks are gone (CleanupTiers): its owner record next.
+  if (object_store_ && run_directory_) {
+    first = RemoveObjectRunOwner(*object_store_, object_prefix_);
+  }
   if (!run_dir_.empty() && std::filesystem::exists(run_dir_)) {
     std::error_code ec;
     std::filesystem::remove_all(run_dir_, ec);
@@ -364,6 +378,7 @@ Status Dispatcher::RemoveRunDir() {
       if (std::filesystem::is_empty(parent, ec)) std::filesystem::remove(parent, ec);
     }
   }
+  run_directory_.reset();  // releases the lock
   return first;
 }
 

@@ -36,6 +36,7 @@
 #include "strata/runtime/callbacks.h"
 #include "strata/runtime/executor.h"
 #include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/run_litter.h"
 #include "strata/runtime/scheduler.h"
 #include "strata/runtime/task_runner.h"
 
@@ -135,6 +136,9 @@ class Dispatcher {
   std::shared_ptr<MemoryPool> tier_pool_;
   std::shared_ptr<RamBudget> ram_budget_;
   std::string run_dir_;
+  // Holds run_dir_'s lock (run_litter.h) in the process that made it (under
+  // mpi, rank 0; the other ranks are told its path).
+  std::unique_ptr<RunDirectory> run_directory_;
   bool made_run_dir_ = false;
   bool created_work_dir_ = false;
   // The object tier's store (Spec::object_store_url) and this run's prefix.
