@@ -289,6 +289,10 @@ struct ToZarrOptions {
   ZarrFormat zarr_format = ZarrFormat::kV2;
   bool overwrite = false;
   std::string attributes_json = "{}";
+  // The fill value (of x's dtype); default zero.
+  std::optional<FillValue> fill_value;
+  // Zarr v3 only: one name (or null) per axis, written as "dimension_names".
+  std::optional<std::vector<std::optional<std::string>>> dimension_names;
 };
 // A lazy store of `x` into a Zarr array at `path` (chunks must be regular).
 // compute() of the returned handle writes it; nothing is written before.

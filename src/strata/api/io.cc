@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "strata/api/internal.h"
+#include "strata/api/plan_checks.h"
 #include "strata/base/byte_size.h"
 #include "strata/strata.h"
 
@@ -27,8 +28,9 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
     }
     m.encoding.bytes_codecs = options.codecs;
   }
-  m.fill_value = ZeroFillValue(in.dtype());
+  m.fill_value = options.fill_value.value_or(ZeroFillValue(in.dtype()));
   m.attributes_json = options.attributes_json;
+  if (m.zarr_format == ZarrFormat::kV3) m.dimension_names = options.dimension_names;
   if (m.zarr_format == ZarrFormat::kV3) {
     m.chunk_key_encoding = {ChunkKeyEncoding::Kind::kDefault, '/'};
   }
@@ -44,7 +46,10 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
   node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
   node.target = *target;
   node.spec = in.spec();
-  return Array(MakeNode(std::move(node)));
+  std::shared_ptr<const Node> made = MakeNode(std::move(node));
+  Status aliasing = internal_api::CheckNoAliasing({made});
+  if (!aliasing.ok()) return Array::FromStatus(aliasing);
+  return Array(std::move(made));
 }
 
 Result<std::shared_ptr<const Plan>> plan(const std::vector<Array>& arrays,
@@ -54,6 +59,8 @@ Result<std::shared_ptr<const Plan>> plan(const std::vector<Array>& arrays,
   STRATA_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSpec(*internal_api::SpecOf(arrays)));
   std::vector<std::shared_ptr<const Node>> nodes;
   for (const Array& a : arrays) nodes.push_back(a.node());
+  STRATA_RETURN_IF_ERROR(internal_api::CheckGridLimits(nodes));
+  STRATA_RETURN_IF_ERROR(internal_api::CheckNoAliasing(nodes));
   return BuildPlan(nodes, spec, options);
 }
 
@@ -78,6 +85,10 @@ Array rechunk(const Array& x, Shape chunks, ByteSize min_mem) {
   if (!x.ok()) return x;
   Result<ChunkGrid> grid = internal_api::GridFor(x.shape(), chunks, x.dtype(), *x.spec(), "rechunk");
   if (!grid.ok()) return Array::FromStatus(grid.status());
+  // The exchange's key functions hold an entry per block along each axis.
+  Status limits = internal_api::CheckBlockCount(x.chunks(), fmt::format("rechunk: {}", x.name()));
+  if (limits.ok()) limits = internal_api::CheckBlockCount(*grid, "rechunk: the target");
+  if (!limits.ok()) return Array::FromStatus(limits);
   int64_t min_bytes = -1;
   if (min_mem.is_set()) {
     Result<int64_t> r = min_mem.Resolve("rechunk min_mem");

@@ -90,6 +90,21 @@ Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
     STRATA_ASSIGN_OR_RETURN(r.total_system_mem,
                             spec.total_system_mem.Resolve("total_system_mem"));
   }
+  if (spec.total_system_mem.is_set() && spec.executor != ExecutorKind::kMpi) {
+    // More than the machine has cannot be admitted against: what it has is.
+    int64_t machine = PhysicalMemoryBytes();
+    if (std::optional<int64_t> cgroup = CgroupMemoryLimitBytes(); cgroup && *cgroup < machine) {
+      machine = *cgroup;
+    }
+    if (machine > 0 && r.total_system_mem > machine) {
+      r.warnings.push_back(
+          fmt::format("total_system_mem {} is more than this machine has ({}{}); using {}",
+                      FormatBytes(r.total_system_mem), FormatBytes(machine),
+                      machine < PhysicalMemoryBytes() ? ", the cgroup limit" : " of RAM",
+                      FormatBytes(machine)));
+      r.total_system_mem = machine;
+    }
+  }
   if (r.allowed_mem <= r.reserved_mem) {
     return InvalidArgumentError(fmt::format(
         "allowed_mem ({}) must be larger than reserved_mem ({})", FormatBytes(r.allowed_mem),

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "strata/base/status.h"
 
@@ -89,6 +90,9 @@ struct ResolvedSpec {
   std::string object_store_url;
   int retries = 2;
   bool fuse = true;
+  // What was adjusted, for the caller to show (e.g. a total_system_mem larger
+  // than the machine's memory, lowered to it).
+  std::vector<std::string> warnings;
 };
 
 // InvalidArgument naming the setting at fault (bad size text, allowed_mem <=

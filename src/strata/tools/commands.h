@@ -84,6 +84,18 @@ struct RechunkOptions {
 // Rechunks SRC into a new array DST, printing the plan (tiers and why) first.
 Status RunRechunk(const RechunkOptions& options);
 
+// The fill value, attributes and dimension names of `source` as an array of
+// `format` should carry them: attributes verbatim; v3 dimension_names kept in v3 and
+// written as the `_ARRAY_DIMENSIONS` attribute (xarray's convention) in v2;
+// a v2 `_ARRAY_DIMENSIONS` list becomes v3 dimension_names.
+struct CarriedAttributes {
+  // The source's fill value (a v2 null one becomes zero in v3, which has none).
+  FillValue fill_value;
+  std::string attributes_json = "{}";
+  std::optional<std::vector<std::optional<std::string>>> dimension_names;
+};
+CarriedAttributes CarryAttributes(const ArrayMetadata& source, ZarrFormat format);
+
 // The default codec of new arrays: zarr-python's, blosc lz4 clevel 5 with byte shuffle.
 std::vector<BytesCodecSpec> DefaultCodecs();
 

@@ -26,6 +26,10 @@ Result<Spec> SpecFrom(const RechunkOptions& o) {
   STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
   STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
   STRATA_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (spec.executor != ExecutorKind::kMpi) {  // what ResolveSpec adjusted, e.g. total_system_mem
+    STRATA_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSpec(spec));
+    for (const std::string& w : resolved.warnings) fmt::print(stderr, "strata: warning: {}\n", w);
+  }
   return spec;
 }
 
@@ -89,6 +93,10 @@ Status RunRechunk(const RechunkOptions& given) {
   to.no_compression = codecs.empty();
   to.codecs = codecs;
   to.overwrite = o.overwrite;
+  CarriedAttributes carried = CarryAttributes(sm, to.zarr_format);
+  to.fill_value = std::move(carried.fill_value);
+  to.attributes_json = std::move(carried.attributes_json);
+  to.dimension_names = std::move(carried.dimension_names);
   // `strata plan` shows the plan of writing the result (nothing is written:
   // to_zarr only creates its array when a compute starts).
   if (o.plan_only && !scratch) scratch = std::make_unique<TempDir>("strata-plan");
