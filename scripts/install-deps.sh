@@ -11,6 +11,7 @@ packages=(
   libblosc-dev libzstd-dev liblz4-dev zlib1g-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libcurl4-openssl-dev
+  clang libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
   python3-zarr python3-numpy python3-pytest python3-dask
   python3-dev pybind11-dev python3-hypothesis python3-tqdm graphviz
