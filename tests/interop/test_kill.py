@@ -39,7 +39,9 @@ TIERS = {
     "memory": ["--tier", "memory"],
     "spill": ["--tier", "spill"],
     "disk": ["--tier", "disk", "--allowed-mem", "40MB"],
-    "object": ["--tier", "object", "--tier-object", f"s3://{BUCKET}/tier"],
+    # A 40 MB budget makes the object tier hold a stage's chunks: with the
+    # default budget the rechunk is one task reading the source directly.
+    "object": ["--tier", "object", "--tier-object", f"s3://{BUCKET}/tier", "--allowed-mem", "40MB"],
     "processes": ["--tier", "memory", "--executor", "processes"],
 }
 
@@ -105,7 +107,8 @@ def test_kill_then_rerun(strata, source, s3, tmp_path, tier, point):
     killed = proc.poll() is None
     print(f"KILL {tier} {point} killed={killed} chunks={chunk_files(dst)}")
     if point == "run-dir":
-        assert killed, "the run finished before its run directory was seen"
+        assert killed, (f"the run finished (exit {proc.returncode}) before its run directory "
+                        f"was seen: {proc.stderr.read().decode(errors='replace')}")
     if killed:
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
