@@ -4,13 +4,16 @@
 // by rank 0 alone, in a directory every rank sees.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "strata/api/test_util.h"
 #include "strata/base/mpi.h"
@@ -93,6 +96,20 @@ TEST(MpiTest, RunsOnSeveralRanks) {
   ASSERT_TRUE(ResolveSpec(spec).ok());
   EXPECT_GE(mpi::Size(), 2) << "run this test under mpirun -np 3";
   EXPECT_EQ(ResolveSpec(spec)->workers, mpi::Size());
+}
+
+// Under one mpirun on one machine every rank shares one host, named by its
+// hostname (tests/interop/test_mpi_hosts.py runs ranks on several hosts).
+TEST(MpiTest, LayoutPutsRanksOfOneMachineOnOneNamedHost) {
+  ASSERT_TRUE(mpi::Init().ok());
+  Result<mpi::HostLayout> layout = mpi::Layout();
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  char name[256] = {};
+  ASSERT_EQ(gethostname(name, sizeof name - 1), 0);
+  EXPECT_EQ(layout->hosts, 1);
+  EXPECT_EQ(layout->host_names, std::vector<std::string>{name});
+  EXPECT_EQ(layout->host_of_rank, std::vector<int>(mpi::Size(), 0));
+  EXPECT_EQ(layout->ranks_on_host, std::vector<int>(mpi::Size(), mpi::Size()));
 }
 
 struct TierCase {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -140,6 +141,14 @@ Result<HostLayout> Layout() {
   std::vector<int> leaders(size);
   STRATA_MPI_CALL(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm),
                   "MPI_Allgather");
+  // Names are for reports; the grouping is MPI's.
+  constexpr int kNameBytes = 256;
+  std::vector<char> name(kNameBytes, '\0');
+  if (gethostname(name.data(), kNameBytes - 1) != 0) name.assign(kNameBytes, '\0');
+  std::vector<char> names(static_cast<size_t>(kNameBytes) * size);
+  STRATA_MPI_CALL(MPI_Allgather(name.data(), kNameBytes, MPI_CHAR, names.data(), kNameBytes,
+                                MPI_CHAR, comm),
+                  "MPI_Allgather");
   HostLayout layout;
   std::vector<int> sorted = leaders;
   std::sort(sorted.begin(), sorted.end());
@@ -152,6 +161,9 @@ Result<HostLayout> Layout() {
         std::lower_bound(sorted.begin(), sorted.end(), leaders[r]) - sorted.begin());
     layout.ranks_on_host[r] =
         static_cast<int>(std::count(leaders.begin(), leaders.end(), leaders[r]));
+  }
+  for (int leader_rank : sorted) {
+    layout.host_names.emplace_back(names.data() + static_cast<size_t>(kNameBytes) * leader_rank);
   }
   return layout;
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "strata/base/status.h"
@@ -53,6 +54,8 @@ struct HostLayout {
   // many ranks share that host.
   std::vector<int> host_of_rank;
   std::vector<int> ranks_on_host;
+  // Per host: its name (gethostname on its lowest rank).
+  std::vector<std::string> host_names;
 };
 // Collective.
 Result<HostLayout> Layout();

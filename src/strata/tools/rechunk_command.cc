@@ -7,6 +7,7 @@
 
 #include "strata/base/byte_size.h"
 #include "strata/base/mpi.h"
+#include "strata/base/system_info.h"
 #include "strata/base/temp_dir.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
@@ -53,6 +54,34 @@ Status WriteMetadataOnly(const std::string& dir, const RechunkOptions& o) {
   ZarrArray::CreateOptions create;
   create.deferred_metadata = false;
   return ZarrArray::Create(at.store, at.prefix, m, create).status();
+}
+
+// One line: the hosts MPI grouped the ranks on (ranks sharing memory), each
+// with its ranks and the memory it counts, and total_system_mem (by default
+// the hosts' sum). `rank_memory` is every rank's DefaultTotalSystemMemory().
+void PrintHosts(const mpi::HostLayout& layout, const std::vector<int64_t>& rank_memory,
+                int64_t total_system_mem, bool total_given) {
+  std::string line = fmt::format("mpi: {} ranks on {} hosts:", layout.host_of_rank.size(),
+                                 layout.hosts);
+  int64_t sum = 0;
+  for (int h = 0; h < layout.hosts; ++h) {
+    std::string ranks;
+    int64_t memory = 0;
+    for (size_t r = 0; r < layout.host_of_rank.size(); ++r) {
+      if (layout.host_of_rank[r] != h) continue;
+      if (ranks.empty()) memory = rank_memory[r];
+      ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);
+    }
+    sum += memory;
+    line += fmt::format("{} {} [ranks {}] {} ({} bytes)", h == 0 ? "" : ";", layout.host_names[h],
+                        ranks, FormatBytes(memory), memory);
+  }
+  const char* why = total_system_mem == sum ? ", their sum"
+                    : total_given           ? ", from --total-system-mem"
+                                            : "";
+  line += fmt::format("; hosts' memory sums to {} ({} bytes); total_system_mem {} ({} bytes{})\n",
+                      FormatBytes(sum), sum, FormatBytes(total_system_mem), total_system_mem, why);
+  std::fwrite(line.data(), 1, line.size(), stdout);
 }
 
 }  // namespace
@@ -123,6 +152,14 @@ Status RunRechunk(const RechunkOptions& given) {
   auto summary = std::make_shared<Summary>();
   options.callbacks.push_back(summary);
   STRATA_RETURN_IF_ERROR(Execute(*p, options).status());
+  // Under mpi, the hosts the ranks were grouped on and the memory each
+  // counted (collective, so every rank asks, quiet or not).
+  mpi::HostLayout hosts;
+  std::vector<int64_t> host_memory;
+  if (spec.executor == ExecutorKind::kMpi) {
+    STRATA_ASSIGN_OR_RETURN(hosts, mpi::Layout());
+    STRATA_ASSIGN_OR_RETURN(host_memory, mpi::AllGather(DefaultTotalSystemMemory()));
+  }
   if (!o.quiet) {
     const ComputeSummary& s = summary->summary;
     fmt::print("rechunked {} -> {}: {} tasks in {:.2f} s; peak memory {}; intermediates: {} "
@@ -131,8 +168,10 @@ Status RunRechunk(const RechunkOptions& given) {
                FormatBytes(s.intermediate_bytes_written),
                FormatBytes(s.peak_resident_intermediate_bytes));
     if (spec.executor == ExecutorKind::kMpi) {
-      fmt::print("mpi: {} ranks; {} moved between ranks; peak memory per rank", s.rank_memory_share.size(),
-                 FormatBytes(s.bytes_between_ranks));
+      PrintHosts(hosts, host_memory, p->spec().total_system_mem, !given.total_system_mem.empty());
+      fmt::print("mpi: {} ranks; {} ({} bytes) moved between ranks; peak memory per rank",
+                 s.rank_memory_share.size(), FormatBytes(s.bytes_between_ranks),
+                 s.bytes_between_ranks);
       for (size_t r = 0; r < s.rank_peak_pool_bytes.size(); ++r) {
         fmt::print(" {}/{}", FormatBytes(s.rank_peak_pool_bytes[r]),
                    FormatBytes(s.rank_memory_share[r]));
