@@ -13,6 +13,8 @@ packages=(
   libcurl4-openssl-dev
   clang libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
+  # ip netns and unshare: the simulated hosts of tests/interop/test_mpi_hosts.py
+  iproute2 util-linux
   python3-zarr python3-numpy python3-pytest python3-dask
   python3-dev pybind11-dev python3-hypothesis python3-tqdm graphviz
 )
