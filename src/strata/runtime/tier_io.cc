@@ -39,6 +39,19 @@ Status WriteAll(int fd, const std::byte* p, size_t left, const std::string& path
   return Status::Ok();
 }
 
+// Consumes `n` transferred bytes from batch[*next...]: a short transfer
+// resumes mid-run, whole runs advance *next.
+void AdvanceIovecs(std::vector<iovec>& batch, size_t* next, size_t n) {
+  for (size_t left = n; left > 0;) {
+    iovec& v = batch[*next];
+    const size_t step = std::min(left, v.iov_len);
+    v.iov_base = static_cast<std::byte*>(v.iov_base) + step;
+    v.iov_len -= step;
+    left -= step;
+    if (v.iov_len == 0) ++*next;
+  }
+}
+
 }  // namespace
 
 Status WriteFile(const std::string& path, std::span<const std::byte> bytes) {
@@ -125,14 +138,7 @@ Status WriteViewToFile(const std::string& path, const ConstArrayView& data) {
       ssize_t n = ::writev(fd.get(), batch.data() + next, count);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return ErrnoToStatus(errno, fmt::format("writing {}", path));
-      for (auto left = static_cast<size_t>(n); left > 0;) {  // a short write resumes mid-run
-        iovec& v = batch[next];
-        const size_t step = std::min(left, v.iov_len);
-        v.iov_base = static_cast<std::byte*>(v.iov_base) + step;
-        v.iov_len -= step;
-        left -= step;
-        if (v.iov_len == 0) ++next;
-      }
+      AdvanceIovecs(batch, &next, static_cast<size_t>(n));
     }
     batch.clear();
     return Status::Ok();
@@ -183,14 +189,7 @@ Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& regio
       if (n < 0) return ErrnoToStatus(errno, fmt::format("reading {}", what));
       if (n == 0) return DataLossError(fmt::format("{} is shorter than its block", what));
       at += n;
-      for (auto left = static_cast<size_t>(n); left > 0;) {  // a short read resumes mid-run
-        iovec& v = batch[next];
-        size_t step = std::min(left, v.iov_len);
-        v.iov_base = static_cast<std::byte*>(v.iov_base) + step;
-        v.iov_len -= step;
-        left -= step;
-        if (v.iov_len == 0) ++next;
-      }
+      AdvanceIovecs(batch, &next, static_cast<size_t>(n));
     }
     batch.clear();
     return Status::Ok();
