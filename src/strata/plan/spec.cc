@@ -29,6 +29,7 @@ std::string_view ExecutorName(ExecutorKind kind) {
     case ExecutorKind::kThreads: return "threads";
     case ExecutorKind::kProcesses: return "processes";
     case ExecutorKind::kMpi: return "mpi";
+    case ExecutorKind::kDask: return "dask";
   }
   return "?";
 }
@@ -46,11 +47,11 @@ std::string_view TierChoiceName(TierChoice tier) {
 
 Result<ExecutorKind> ParseExecutor(std::string_view name) {
   for (ExecutorKind k : {ExecutorKind::kInline, ExecutorKind::kThreads, ExecutorKind::kProcesses,
-                         ExecutorKind::kMpi}) {
+                         ExecutorKind::kMpi, ExecutorKind::kDask}) {
     if (ExecutorName(k) == name) return k;
   }
   return InvalidArgumentError(fmt::format(
-      "unknown executor '{}' (expected inline, threads, processes or mpi)", name));
+      "unknown executor '{}' (expected inline, threads, processes, mpi or dask)", name));
 }
 
 Result<TierChoice> ParseTierChoice(std::string_view name) {
@@ -90,8 +91,10 @@ Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
     STRATA_ASSIGN_OR_RETURN(r.total_system_mem,
                             spec.total_system_mem.Resolve("total_system_mem"));
   }
-  if (spec.total_system_mem.is_set() && spec.executor != ExecutorKind::kMpi) {
+  if (spec.total_system_mem.is_set() && spec.executor != ExecutorKind::kMpi &&
+      spec.executor != ExecutorKind::kDask) {
     // More than the machine has cannot be admitted against: what it has is.
+    // (Under mpi and dask it is the memory of other machines too.)
     int64_t machine = PhysicalMemoryBytes();
     if (std::optional<int64_t> cgroup = CgroupMemoryLimitBytes(); cgroup && *cgroup < machine) {
       machine = *cgroup;

@@ -41,7 +41,10 @@ class ByteSize {
   std::optional<std::string> text_;
 };
 
-enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi };
+// kDask: Strata's tasks on a Dask cluster (distributed.Client), driven from
+// Python (python/strata/_dask.py); planned as threads are, with
+// total_system_mem and workers the cluster's (not capped by this machine's).
+enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi, kDask };
 // kSpill: the memory tier with RAM for only half of the intermediates, so
 // that blocks spill per chunk (for tests and experiments).
 enum class TierChoice { kAuto, kMemory, kDisk, kObject, kSpill };
@@ -76,6 +79,9 @@ struct Spec {
   int retries = 2;
   // Optimizer passes (each can be switched off; see plan/planner.h).
   bool fuse = true;
+  // The dask executor: the address of the scheduler the arrays compute on
+  // (the package finds the distributed.Client connected to it).
+  std::string scheduler;
 };
 
 // A Spec with every size resolved and every default filled in.

@@ -87,7 +87,8 @@ Array Create(const Shape& shape, py::handle chunks, DType dtype, const Spec& spe
 
 Spec MakeSpec(std::string work_dir, py::object allowed_mem, py::object reserved_mem,
               py::object total_system_mem, const std::string& executor, int workers,
-              const std::string& tier, std::string object_store_url, int retries, bool fuse) {
+              const std::string& tier, std::string object_store_url, int retries, bool fuse,
+              std::string scheduler) {
   auto size = [](py::handle h, std::string_view name) -> ByteSize {
     if (h.is_none()) return ByteSize();
     if (py::isinstance<py::str>(h)) return ByteSize(h.cast<std::string>());
@@ -108,6 +109,7 @@ Spec MakeSpec(std::string work_dir, py::object allowed_mem, py::object reserved_
   spec.object_store_url = std::move(object_store_url);
   spec.retries = retries;
   spec.fuse = fuse;
+  spec.scheduler = std::move(scheduler);
   // Errors in the settings now, not at the first compute. (Under MPI this
   // would be collective; the mpi executor's spec is checked by plan().)
   if (spec.executor != ExecutorKind::kMpi) Unwrap(ResolveSpec(spec));
@@ -220,7 +222,8 @@ void RegisterArray(py::module_& m) {
       .def(py::init(&MakeSpec), py::arg("work_dir") = "", py::arg("allowed_mem") = py::none(),
            py::arg("reserved_mem") = py::none(), py::arg("total_system_mem") = py::none(),
            py::arg("executor") = "threads", py::arg("workers") = 0, py::arg("tier") = "auto",
-           py::arg("object_store_url") = "", py::arg("retries") = 2, py::arg("fuse") = true)
+           py::arg("object_store_url") = "", py::arg("retries") = 2, py::arg("fuse") = true,
+           py::arg("scheduler") = "")
       .def_readonly("work_dir", &Spec::work_dir)
       .def_property_readonly("executor",
                              [](const Spec& s) { return std::string(ExecutorName(s.executor)); })
@@ -229,9 +232,12 @@ void RegisterArray(py::module_& m) {
       .def_readonly("object_store_url", &Spec::object_store_url)
       .def_readonly("retries", &Spec::retries)
       .def_readonly("fuse", &Spec::fuse)
+      .def_readonly("scheduler", &Spec::scheduler)
       .def("resolved", &ResolvedSpecDict);
 
-  py::class_<Array>(m, "Array")
+  // dynamic_attr: the package records how each array was made
+  // (strata._recipe), so that a dask worker can make it again.
+  py::class_<Array>(m, "Array", py::dynamic_attr())
       .def_property_readonly("shape", [](const Array& a) { return ShapeTuple(a.shape()); })
       .def_property_readonly("dtype", [](const Array& a) { return std::string(a.dtype().name()); })
       .def_property_readonly("chunks", [](const Array& a) { return ChunksTuple(a.chunks()); })

@@ -60,6 +60,12 @@ inline Array Checked(Array a) {
 // re-raised as they are when the compute's error reaches Python. The Status
 // carries "[python exception N]" to find it.
 std::string StashPythonError(py::error_already_set& e);
+// The same for an exception object (one raised in another process): the
+// text to append to a Status message, " [python exception N]".
+std::string StashPythonObject(py::object exception);
+// The stashed exception `*message` names, taken from the stash, with its tag
+// removed from `*message`; None when there is none.
+py::object TakeStashedPythonError(std::string* message);
 
 void RegisterErrors(py::module_& m);
 
@@ -83,6 +89,7 @@ py::array ViewToNumpy(const ConstArrayView& v, py::handle base);
 
 void RegisterArray(py::module_& m);
 void RegisterCompute(py::module_& m);
+void RegisterDask(py::module_& m);
 
 }  // namespace strata::python
 

@@ -224,12 +224,14 @@ std::shared_ptr<const Plan> PlanOf(const std::vector<Array>& arrays, bool fuse) 
   return Unwrap(std::move(p), Phase::kPlan);
 }
 
-py::list Compute(const std::vector<Array>& arrays, py::object callback, bool fuse) {
+}  // namespace
+
+py::list ComputeWith(const std::vector<Array>& arrays, py::object callback, bool fuse,
+                     ComputeOptions options) {
   std::shared_ptr<const Plan> p = PlanOf(arrays, fuse);
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   auto errors = std::make_shared<CallbackErrors>();
   ComputeRegistration registration(cancel);
-  ComputeOptions options;
   options.cancel = cancel;
   if (!callback.is_none()) {
     options.callbacks.push_back(std::make_shared<PythonCallback>(callback, cancel, errors));
@@ -253,6 +255,12 @@ py::list Compute(const std::vector<Array>& arrays, py::object callback, bool fus
     }
   }
   return out;
+}
+
+namespace {
+
+py::list Compute(const std::vector<Array>& arrays, py::object callback, bool fuse) {
+  return ComputeWith(arrays, std::move(callback), fuse, ComputeOptions());
 }
 
 // A Python function as a MapBlocksFunction: it gets read-only numpy views of

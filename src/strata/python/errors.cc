@@ -92,6 +92,25 @@ std::string StashPythonError(py::error_already_set& e) {
   return fmt::format("{}{}{}]", what, kTag, id);
 }
 
+std::string StashPythonObject(py::object exception) {
+  const uint64_t id = g_next_error++;
+  {
+    std::lock_guard lock(g_errors_mu);
+    if (!g_errors) g_errors = new std::map<uint64_t, py::object>();
+    (*g_errors)[id] = std::move(exception);
+  }
+  return fmt::format("{}{}]", kTag, id);
+}
+
+py::object TakeStashedPythonError(std::string* message) {
+  py::object e = TakePythonError(*message);
+  if (!e) return py::none();
+  const size_t at = FindTag(*message).second;
+  const size_t end = message->find(']', at);
+  message->erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
+  return e;
+}
+
 void RegisterErrors(py::module_& m) {
   // A plan that does not fit allowed_mem: a MemoryError (the issue) and a
   // ValueError (what Cubed raises for it), so code written for either works.

@@ -6,4 +6,5 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterErrors(m);
   strata::python::RegisterArray(m);
   strata::python::RegisterCompute(m);
+  strata::python::RegisterDask(m);
 }

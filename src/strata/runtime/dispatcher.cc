@@ -33,6 +33,7 @@ std::unique_ptr<Dispatcher> MakeDispatcher(const Plan& plan, const ComputeOption
     case ExecutorKind::kThreads: return MakeThreadDispatcher(plan, options);
     case ExecutorKind::kProcesses: return MakeProcessDispatcher(plan, options);
     case ExecutorKind::kMpi: return MakeMpiDispatcher(plan, options);
+    case ExecutorKind::kDask: return MakeDaskDispatcher(plan, options);
   }
   return MakeThreadDispatcher(plan, options);
 }

@@ -1,6 +1,6 @@
 // Dispatcher: carries a Plan out on one executor. One subclass per executor,
 // each in its own file (inline_dispatcher.cc, thread_dispatcher.cc,
-// process_dispatcher.cc, mpi_dispatcher.cc); adding an executor is one new
+// process_dispatcher.cc, mpi_dispatcher.cc, dask_dispatcher.cc); adding an executor is one new
 // file and one line in MakeDispatcher.
 //
 // A compute goes through the same steps on every executor (Execute):
@@ -176,6 +176,7 @@ std::unique_ptr<Dispatcher> MakeThreadDispatcher(const Plan& plan, const Compute
 std::unique_ptr<Dispatcher> MakeProcessDispatcher(const Plan& plan,
                                                   const ComputeOptions& options);
 std::unique_ptr<Dispatcher> MakeMpiDispatcher(const Plan& plan, const ComputeOptions& options);
+std::unique_ptr<Dispatcher> MakeDaskDispatcher(const Plan& plan, const ComputeOptions& options);
 
 // The resident set of this process, in bytes (0 when unknown).
 int64_t CurrentRss();

@@ -9,6 +9,12 @@ Result<ComputeResult> Execute(const Plan& plan, const ComputeOptions& options) {
   if (plan.spec().executor == ExecutorKind::kMpi && !mpi::Active()) {
     STRATA_RETURN_IF_ERROR(mpi::Init());  // a plan made from a spec resolved elsewhere
   }
+  if (plan.spec().executor == ExecutorKind::kDask && !options.external) {
+    // Before anything is created: the dask executor is driven from Python.
+    return FailedPreconditionError(
+        "the dask executor runs from Python, with a distributed.Client: "
+        "strata.Spec(executor=\"dask\", client=client)");
+  }
   return MakeDispatcher(plan, options)->Execute();
 }
 

@@ -242,6 +242,7 @@ Status DiskIntermediateStore::Erase(std::span<const Index> block) {
 }
 
 Status DiskIntermediateStore::Cleanup() {
+  if (!owner_) return Status::Ok();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   if (ec) return ErrnoToStatus(ec.value(), fmt::format("removing {}", dir_));

@@ -173,6 +173,9 @@ class DiskIntermediateStore : public IntermediateStore {
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return bytes_written_.load(); }
   Status Cleanup() override;
+  // The directory belongs to another process's run (a dask worker writes
+  // into the calling process's run): Cleanup and the destructor leave it.
+  void Disown() { owner_ = false; }
 
  private:
   DiskIntermediateStore(std::string dir, StoredLayout layout, DType dtype,
@@ -184,6 +187,7 @@ class DiskIntermediateStore : public IntermediateStore {
   DType dtype_;
   std::shared_ptr<LocalStore> store_;
   std::atomic<int64_t> bytes_written_{0};
+  bool owner_ = true;
 };
 
 // The memory tier of the `processes` executor. One ShmStore holds the blocks

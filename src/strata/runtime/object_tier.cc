@@ -81,6 +81,9 @@ Status ObjectIntermediateStore::Erase(std::span<const Index> block) {
   return Status::Ok();
 }
 
-Status ObjectIntermediateStore::Cleanup() { return store_->ErasePrefix(prefix_ + "/"); }
+Status ObjectIntermediateStore::Cleanup() {
+  if (!owner_) return Status::Ok();
+  return store_->ErasePrefix(prefix_ + "/");
+}
 
 }  // namespace strata

@@ -41,6 +41,9 @@ class ObjectIntermediateStore : public IntermediateStore {
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return bytes_written_.load(); }
   Status Cleanup() override;
+  // The prefix belongs to another process's run (a dask worker writes into
+  // the calling process's run): Cleanup and the destructor leave it.
+  void Disown() { owner_ = false; }
 
  private:
   std::string Key(const std::string& piece) const;
@@ -51,6 +54,7 @@ class ObjectIntermediateStore : public IntermediateStore {
   DType dtype_;
   std::shared_ptr<MemoryPool> scratch_;
   std::atomic<int64_t> bytes_written_{0};
+  bool owner_ = true;
 };
 
 }  // namespace strata

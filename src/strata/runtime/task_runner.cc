@@ -250,7 +250,8 @@ Status TaskRunner::WriteStoreBlock(const Node& node, std::span<const Index> bloc
   return Status::Ok();
 }
 
-Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures) {
+Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
+                       std::optional<NDArray>* kept) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
   Shape block(node.grid.rank());
@@ -268,16 +269,23 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures) {
   } else {
     STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
     frame.fetched.clear();  // inputs are no longer needed
-    if (op.output_slot >= 0) {
+    const bool keep = kept && (op.tier == Tier::kMemory || op.output_slot >= 0);
+    if (op.output_slot >= 0 && !keep) {
       Box box = node.grid.BlockBox(block);
       CopyArray(out.view(), result_views_[op.output_slot].Slice(box));
     }
-    if (op.tier != Tier::kNone) {
+    if (op.tier != Tier::kNone && !(keep && op.tier == Tier::kMemory)) {
       IntermediateStore& tier = *tiers_[task.op];
       const int64_t before = tier.resident_bytes();
-      STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+      if (keep) {  // a result block that readers also find on disk
+        STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
+        STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
+      } else {
+        STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+      }
       figures->resident_delta = tier.resident_bytes() - before;
     }
+    if (keep) kept->emplace(std::move(out));
   }
   auto t1 = Clock::now();
   figures->start_seconds = Seconds(t0);

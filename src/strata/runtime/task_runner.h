@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -53,8 +54,12 @@ class TaskRunner {
              const ComputeOptions& options, Clock::time_point start);
 
   // Runs attempt `attempt` of `task`; errors carry the op and block only
-  // where they arise (the dispatcher names the task).
-  Status Run(const TaskId& task, int attempt, TaskFigures* figures);
+  // where they arise (the dispatcher names the task). With `kept`, a block
+  // that would go to the results or to the memory tier is left there
+  // instead, for an executor that keeps blocks itself (dask: the block is
+  // the Dask task's result); disk and object blocks are stored as always.
+  Status Run(const TaskId& task, int attempt, TaskFigures* figures,
+             std::optional<NDArray>* kept = nullptr);
 
   double Seconds(Clock::time_point t) const {
     return std::chrono::duration<double>(t - start_).count();
