@@ -33,6 +33,10 @@ from ._compute import Plan, compute, map_blocks, plan, visualize  # noqa: F401
 from . import callbacks, diagnostics, random  # noqa: F401
 from .callbacks import Callback  # noqa: F401
 from .diagnostics import HistoryCallback, TqdmProgressBar  # noqa: F401
+from ._spec import PYTHON_EXECUTORS as _PYTHON_EXECUTORS
+from ._dask import DaskExecutor as _DaskExecutor
+
+_PYTHON_EXECUTORS["dask"] = _DaskExecutor()  # distributed is imported when first used
 
 __array_api_version__ = "2021.12"
 

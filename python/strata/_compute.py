@@ -38,7 +38,11 @@ def compute(*arrays, callbacks=None, optimize_graph=True, **kwargs):
     if callbacks is not None and not isinstance(callbacks, (list, tuple)):
         callbacks = [callbacks]
     dispatcher = _Dispatcher(callbacks) if callbacks else None
-    results = _strata.compute(handles, dispatcher, bool(optimize_graph))
+    executor = _python_executor(handles)
+    if executor is not None:
+        results = executor.compute(handles, dispatcher, bool(optimize_graph))
+    else:
+        results = _strata.compute(handles, dispatcher, bool(optimize_graph))
     return tuple(results)
 
 

@@ -8,7 +8,12 @@ import operator
 
 import numpy as np
 
-from . import _strata  # noqa: F401  (the C++ engine)
+from . import _strata as _engine  # the C++ engine
+from ._recipe import RecordingEngine
+
+# The engine with every array recorded as it is made (_recipe.py), so that
+# the dask executor's workers can make the same arrays again.
+_strata = RecordingEngine(_engine)
 
 PlanError = _strata.PlanError
 

@@ -1,8 +1,13 @@
 """strata.Spec: the resources a computation may use (Cubed's Spec)."""
 from ._core import _strata
 
-# Executors implemented in Python (the dask executor of issue 20 registers
-# itself here): name -> callable(arrays, spec, callbacks) returning results.
+# Executors driven from Python (the dask executor, _dask.py, registers itself
+# here): name -> an object with
+#   configure(kwargs, options) -> the `_strata.Spec` arguments, given the
+#       Spec's own and the executor's options (e.g. client=); raises
+#       TypeError/ValueError for bad ones;
+#   compute(handles, callback, fuse) -> the results, as `_strata.compute`.
+# A Python executor plans as the threads executor does.
 PYTHON_EXECUTORS = {}
 
 
@@ -15,7 +20,9 @@ class Spec:
 
     Sizes are bytes or text such as "2GB"; allowed_mem is per task and
     includes reserved_mem. executor is "threads" (default), "inline",
-    "processes" or "mpi". A bad setting raises ValueError now.
+    "processes", "mpi" or "dask" (with client=, a distributed.Client; by
+    default distributed's current client). A bad setting raises ValueError
+    now.
     """
 
     def __init__(self, work_dir=None, allowed_mem=None, reserved_mem=None,
@@ -27,17 +34,19 @@ class Spec:
                             f"got {type(name).__name__}")
         self._executor_name = name
         self._executor_options = executor_options
-        if executor_options and name not in PYTHON_EXECUTORS:
+        impl = PYTHON_EXECUTORS.get(name)
+        if executor_options and impl is None:
             raise TypeError(f"Spec: unexpected arguments {sorted(executor_options)}")
-        # A Python executor plans as the threads executor does.
-        cpp_executor = "threads" if name in PYTHON_EXECUTORS else name
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
             raise TypeError(f"Spec: workers must be an int, got {workers!r}")
-        self._cpp = _strata.Spec(
+        kwargs = dict(
             work_dir="" if work_dir is None else str(work_dir), allowed_mem=allowed_mem,
             reserved_mem=reserved_mem, total_system_mem=total_system_mem,
-            executor=cpp_executor, workers=workers or 0, tier=tier,
+            executor=name, workers=workers or 0, tier=tier,
             object_store_url=object_store_url or "", retries=retries, fuse=fuse)
+        if impl is not None:
+            kwargs = impl.configure(kwargs, executor_options)
+        self._cpp = _strata.Spec(**kwargs)
 
     @classmethod
     def _from_cpp(cls, cpp):

@@ -1,0 +1,429 @@
+"""executor="dask": Strata's plan on a distributed.Client.
+
+    client = distributed.Client(cluster)
+    spec = strata.Spec(executor="dask", client=client, allowed_mem="1GB")
+
+The calling process plans as always (the memory contract, fusion, tiers:
+runtime/external_run.h) and submits the plan's chunk-level tasks to the
+Dask scheduler as one graph with keys of its own, one Dask task per Strata
+task, each depending on the Dask tasks of exactly the blocks it reads. On a
+worker, a task runs through the engine's TaskRunner with the GIL released
+(TaskHost); the worker makes the compute's arrays again from their records
+(_recipe.py) and plans them once per compute, checking that its plan is the
+calling process's.
+
+Memory tier: a published block is the Dask task's result, a numpy array in
+that worker's memory, moved to readers on other workers by Dask's own
+transfer and dropped by Dask after its last reader: nothing is written to
+storage. Disk and object tiers work as on one machine: work_dir must be a
+filesystem every worker (and the calling process) sees, or use s3://.
+
+Admission: every worker has the resource STRATA_RESOURCE ("strata-memory"),
+its memory limit in bytes (set by a worker plugin when the worker was not
+started with it, also on workers that join or restart later), and every
+task asks for its op's projected memory, so that no worker runs more tasks
+at once than its memory holds. total_system_mem defaults to the sum of the
+workers' memory limits and workers (for planning) to their threads.
+
+Failures: a retryable error (I/O, unavailable) is raised on the worker and
+retried by Dask (retries=Spec.retries); any other error is returned, not
+retried, and reaches the caller as the same exception with the same message
+as on the threads executor. A worker that dies costs the tasks it ran or
+held: Dask recomputes them elsewhere.
+"""
+import collections
+import os
+import pickle
+import re
+import threading
+import time
+import uuid
+import weakref
+
+from ._core import _engine
+from ._recipe import Replayer, recipe_of
+
+STRATA_RESOURCE = "strata-memory"
+
+_UNAVAILABLE = 14
+_INTERNAL = 13
+
+# Scheduler address -> the Client a Spec was made with.
+_CLIENTS = weakref.WeakValueDictionary()
+
+
+def _distributed(what):
+    try:
+        import distributed
+    except ImportError as e:  # pragma: no cover - Debian's python3-distributed is a dependency
+        raise ValueError(f"{what}: executor 'dask' needs the distributed package "
+                         f"(Debian: python3-distributed)") from e
+    return distributed
+
+
+def _check_running(client, what):
+    status = getattr(client, "status", None)
+    if status != "running":
+        raise ValueError(f"{what}: the distributed.Client is {status or 'not connected'}; "
+                         f"executor 'dask' needs a running one")
+
+
+def _workers(client, what):
+    try:
+        workers = client.scheduler_info()["workers"]
+    except Exception as e:
+        raise ValueError(f"{what}: cannot reach the Dask scheduler: {e}") from e
+    if not workers:
+        raise ValueError(f"{what}: the Dask cluster has no workers")
+    return workers
+
+
+def _fallback_memory():
+    # A worker without a memory limit: what Strata would use on this machine.
+    return _engine.Spec().resolved()["total_system_mem"]
+
+
+class _StrataMemory:
+    """A worker plugin: gives each worker the resource STRATA_RESOURCE (its
+    memory limit) unless it was started with it; runs on workers that join
+    later too."""
+    name = "strata-memory"
+
+    async def setup(self, worker):
+        if STRATA_RESOURCE in worker.state.total_resources:
+            return
+        manager = getattr(worker, "memory_manager", None)
+        limit = getattr(manager, "memory_limit", None) or _fallback_memory()
+        await worker.set_resources(**{STRATA_RESOURCE: float(limit)})
+
+    def teardown(self, worker):
+        pass
+
+
+class DaskExecutor:
+    """PYTHON_EXECUTORS["dask"] (see _spec.py)."""
+
+    def configure(self, kwargs, options):
+        unknown = sorted(set(options) - {"client"})
+        if unknown:
+            raise TypeError(f"Spec: unexpected arguments {unknown}")
+        distributed = _distributed("Spec")
+        client = options.get("client")
+        if client is None:
+            try:
+                client = distributed.default_client()
+            except ValueError:
+                raise ValueError("Spec: executor 'dask' needs a distributed.Client: pass "
+                                 "client=, or create one first") from None
+        elif not isinstance(client, distributed.Client):
+            raise TypeError(f"Spec: client must be a distributed.Client, got "
+                            f"{type(client).__name__}")
+        _check_running(client, "Spec")
+        workers = _workers(client, "Spec")
+        if kwargs["total_system_mem"] is None:
+            kwargs["total_system_mem"] = int(sum(w.get("memory_limit") or _fallback_memory()
+                                                 for w in workers.values()))
+        if not kwargs["workers"]:
+            kwargs["workers"] = int(sum(w.get("nthreads", 1) for w in workers.values()))
+        address = client.scheduler.address
+        kwargs["scheduler"] = address
+        _CLIENTS[address] = client
+        return kwargs
+
+    def compute(self, handles, callback, fuse):
+        address = handles[0].spec.scheduler
+        client = _CLIENTS.get(address)
+        if client is None:
+            distributed = _distributed("compute")
+            try:
+                client = distributed.default_client()
+            except ValueError:
+                client = None
+            if client is None or client.scheduler.address != address:
+                raise ValueError(f"compute: no distributed.Client is connected to {address}, "
+                                 f"the scheduler of the arrays' Spec")
+        _check_running(client, "compute")
+        recipes = [recipe_of(h) for h in handles]
+        retries = handles[0].spec.retries
+
+        def submit(run):
+            _Run(client, run, recipes, fuse, retries).go()
+
+        return _engine.compute_external(handles, callback, fuse, submit)
+
+
+# --- The calling process ----------------------------------------------------
+
+class _Run:
+    """One compute on a Client: the graph, its submission, and what comes back."""
+
+    def __init__(self, client, run, recipes, fuse, retries):
+        self.client = client
+        self.run = run
+        self.recipes = recipes
+        self.fuse = fuse
+        self.retries = retries
+        self.worker_numbers = {}
+
+    def go(self):
+        distributed = _distributed("compute")
+        from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+        run = self.run
+        tasks = run.tasks()
+        if not tasks:
+            return
+        ops = run.ops()
+        token = uuid.uuid4().hex
+        memory_ops = {o["index"] for o in ops if o["tier"] == "memory"}
+        payload = token.encode() + _dumps({
+            "recipes": self.recipes, "fuse": self.fuse, "run_dir": run.run_dir,
+            "object_prefix": run.object_prefix, "memory_ops": memory_ops,
+            "ops": [_fingerprint(o) for o in ops],
+            "names": [[o["name"]] + list(o["fused_names"]) for o in ops],
+        })
+        names = {o["index"]: f"strata-{o['op']}-op{o['index']:03d}-{token}" for o in ops}
+        output_ops = {o["index"] for o in ops if o["output"]}
+        projected = {o["index"]: o["projected_mem"] for o in ops}
+
+        self._check_admission(tasks, ops)
+
+        # The payload goes to every worker first, so that Dask places tasks
+        # by their blocks, not by where one copy of the payload is.
+        self._ensure_resources()
+        held = self.client.scatter(payload, broadcast=True, hash=False)
+        layers = {}
+        dependencies = {}
+        per_op = collections.defaultdict(dict)
+        op_deps = collections.defaultdict(set)
+        meta = {}
+        wanted = []
+        self.task_of = {}
+        for op, block, inputs, _, returns in tasks:
+            key = (names[op], block)
+            per_op[op][key] = (_run_task, held, op, block,
+                               [(names[i], b) for i, b in inputs])
+            op_deps[op].update(names[i] for i, _ in inputs)
+            if returns and op not in output_ops:
+                # A memory-tier block stays on the workers: the calling
+                # process asks only for its figures.
+                mkey = (f"strata-figures-{token}", len(meta))
+                meta[mkey] = (_figures_of, key)
+                wanted.append(mkey)
+                self.task_of[str(mkey)] = (op, block)
+            else:
+                wanted.append(key)
+                self.task_of[str(key)] = (op, block)
+        for op, dsk in per_op.items():
+            annotations = {"resources": {STRATA_RESOURCE: float(max(projected[op], 1))}}
+            if self.retries:
+                annotations["retries"] = self.retries
+            layers[names[op]] = MaterializedLayer(dsk, annotations=annotations)
+            dependencies[names[op]] = set(op_deps[op])
+        if meta:
+            layers[f"strata-figures-{token}"] = MaterializedLayer(meta)
+            dependencies[f"strata-figures-{token}"] = set(names[o] for o in per_op)
+        graph = HighLevelGraph(layers, dependencies)
+
+        self.base = run.seconds() - time.time()
+        futures = self.client.get(graph, wanted, sync=False)
+        try:
+            self._collect(distributed, futures)
+        finally:
+            self.client.cancel(futures + [held])
+            del futures, held
+            try:
+                self.client.run(_forget, token)
+            except Exception:  # the cluster may be gone: nothing left to forget then
+                pass
+
+    def _check_admission(self, tasks, ops):
+        workers = _workers(self.client, "compute")
+        room = []
+        for w in workers.values():
+            r = (w.get("resources") or {}).get(STRATA_RESOURCE)
+            room.append(r if r is not None else (w.get("memory_limit") or _fallback_memory()))
+        largest = max(room)
+        for o in ops:
+            if o["materialized"] and o["num_tasks"] and o["projected_mem"] > largest:
+                raise MemoryError(
+                    f"op '{o['op']}' ({o['name']}) projects {o['projected_mem']} bytes per "
+                    f"task, more than any dask worker has ({int(largest)} bytes of "
+                    f"{STRATA_RESOURCE}): give the workers more memory or lower allowed_mem")
+
+    def _ensure_resources(self):
+        # Registered once per client; the scheduler gives it to new workers.
+        if getattr(self.client, "_strata_memory_plugin", False):
+            return
+        self.client.register_worker_plugin(_StrataMemory(), name=_StrataMemory.name)
+        self.client._strata_memory_plugin = True
+
+    def _collect(self, distributed, futures):
+        run = self.run
+        ac = distributed.as_completed(futures)
+        while not ac.is_empty():
+            if run.cancelled:
+                return
+            if not ac.has_ready():
+                time.sleep(0.005)
+                continue
+            batch = ac.next_batch(block=False)
+            finished = [f for f in batch if f.status == "finished"]
+            for f in batch:
+                if f.status != "finished":
+                    self._failed(f)
+                    return
+            for f, r in zip(finished, self.client.gather(finished)):
+                if r.error is not None:
+                    code, message, exception = r.error
+                    run.task_failed(r.op, r.block, code, message, exception, 1)
+                    return
+                start, end, peak, rss = r.figures
+                run.task_done(r.op, r.block, 1, self._worker_number(r.worker),
+                              start + self.base, end + self.base, peak, rss, r.data)
+
+    def _failed(self, future):
+        op, block = self.task_of[str(future.key)]
+        if future.status == "cancelled":
+            raise RuntimeError("compute: the Dask tasks were cancelled (was the "
+                               "distributed.Client closed during the compute?)")
+        exc = future.exception()
+        if isinstance(exc, StrataTaskError):
+            self.run.task_failed(exc.op, exc.block, exc.code, exc.message, None,
+                                 self.retries + 1)
+            return
+        if type(exc).__name__ == "KilledWorker":
+            self.run.task_failed(op, block, _UNAVAILABLE,
+                                 f"the dask workers running it died: {exc}", None, 1)
+            return
+        raise exc
+
+    def _worker_number(self, address):
+        return self.worker_numbers.setdefault(address, len(self.worker_numbers))
+
+
+def _fingerprint(op):
+    return (op["op"], op["num_tasks"], op["tier"], op["projected_mem"], op["materialized"])
+
+
+def _dumps(obj):
+    import cloudpickle  # map_blocks functions defined in scripts and notebooks travel by value
+    return cloudpickle.dumps(obj, protocol=5)
+
+
+# --- A worker ---------------------------------------------------------------
+
+class StrataTaskError(Exception):
+    """A retryable Strata error on a worker (Dask retries it)."""
+
+    def __init__(self, op, block, code, message):
+        super().__init__(op, block, code, message)
+        self.op, self.block, self.code, self.message = op, block, code, message
+
+    def __str__(self):
+        return self.message
+
+
+class _Block:
+    """What one Dask task returns: its block (memory tier and results), its
+    figures (wall-clock start and end, measured peak, worker RSS), or the
+    error that stopped it (code, message, Python exception or None)."""
+    __slots__ = ("op", "block", "data", "figures", "error", "worker")
+
+    def __init__(self, op, block, data=None, figures=None, error=None, worker=None):
+        self.op, self.block, self.data = op, block, data
+        self.figures, self.error, self.worker = figures, error, worker
+
+    def __reduce__(self):
+        return (_Block, (self.op, self.block, self.data, self.figures, self.error, self.worker))
+
+
+class _Host:
+    """A compute's plan on this worker (made once per compute)."""
+
+    def __init__(self, blob):
+        d = pickle.loads(blob)
+        handles = Replayer()(d["recipes"])
+        plan = _engine.plan(handles, d["fuse"])
+        self.task_host = _engine.TaskHost(plan, d["run_dir"], d["object_prefix"])
+        self.memory_ops = d["memory_ops"]
+        here = self.task_host.ops()
+        theirs = d["ops"]
+        mine = [_fingerprint(o) for o in here]
+        if mine != theirs:
+            diff = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
+                        min(len(mine), len(theirs)))
+            raise ValueError(
+                f"a dask worker planned the compute differently from the calling process "
+                f"(op {diff}: {mine[diff] if diff < len(mine) else 'none'} here, "
+                f"{theirs[diff] if diff < len(theirs) else 'none'} there): every worker needs "
+                f"the same strata build")
+        # Array names count the arrays a process made: this worker's names
+        # become the calling process's in messages.
+        self.names = {}
+        for o, names in zip(here, d["names"]):
+            for a, b in zip([o["name"]] + list(o["fused_names"]), names):
+                self.names[a] = b
+
+    def rename(self, message):
+        return re.sub(r"array-\d{3,}", lambda m: self.names.get(m.group(0), m.group(0)), message)
+
+
+_HOSTS = collections.OrderedDict()  # token -> _Host, the latest few computes
+_HOSTS_LOCK = threading.Lock()
+_TOKEN = 32  # uuid4().hex
+
+
+def _host(payload):
+    token = payload[:_TOKEN].decode()
+    with _HOSTS_LOCK:
+        host = _HOSTS.get(token)
+        if host is None:
+            host = _Host(payload[_TOKEN:])
+            _HOSTS[token] = host
+            while len(_HOSTS) > 4:
+                _HOSTS.popitem(last=False)
+        else:
+            _HOSTS.move_to_end(token)
+        return host
+
+
+def _forget(token):
+    with _HOSTS_LOCK:
+        _HOSTS.pop(token, None)
+
+
+def _worker_address():
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except Exception:
+        return os.getpid()
+
+
+def _run_task(payload, op, block, inputs):
+    for x in inputs:
+        if x.error is not None:
+            return x  # an input failed: its error, not ours
+    start = time.time()
+    try:
+        host = _host(payload)
+    except Exception as e:
+        return _Block(op, block, error=(_INTERNAL, f"{type(e).__name__}: {e}", e))
+    lent = [(x.op, x.block, x.data) for x in inputs
+            if x.data is not None and x.op in host.memory_ops]
+    data, (peak, rss), error = host.task_host.run(op, block, 1, lent)
+    end = time.time()
+    if error is not None:
+        code, retryable, message, exception = error
+        message = host.rename(message)
+        if retryable and exception is None:
+            raise StrataTaskError(op, block, code, message)
+        return _Block(op, block, error=(code, message, exception))
+    return _Block(op, block, data, (start, end, peak, rss), None, _worker_address())
+
+
+def _figures_of(result):
+    if result.error is not None:
+        return result
+    return _Block(result.op, result.block, None, result.figures, None, result.worker)

@@ -1,0 +1,290 @@
+"""executor="dask": Strata's tasks on a distributed LocalCluster (3 worker
+processes on 127.0.0.1, started here and closed after), against the threads
+executor: byte-identical results, memory-tier blocks moved by Dask without
+storage, a worker killed mid-run, errors with the threads executor's
+messages, bad clients."""
+import os
+import re
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import strata
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None,
+                                  silence_logs=40) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as c:
+        c.wait_for_workers(3)
+        yield c
+
+
+@pytest.fixture
+def dask_spec(client, tmp_path):
+    return strata.Spec(executor="dask", client=client, work_dir=tmp_path / "dask-work",
+                       allowed_mem="100MB", reserved_mem="1MB")
+
+
+@pytest.fixture
+def threads_spec(tmp_path):
+    return strata.Spec(work_dir=tmp_path / "threads-work", allowed_mem="100MB",
+                       reserved_mem="1MB", workers=2)
+
+
+class Events(strata.Callback):
+    def __init__(self):
+        self.tasks = []
+        self.summary = None
+
+    def on_task_end(self, event):
+        self.tasks.append(event)
+
+    def on_compute_end(self, event):
+        self.summary = event.summary
+
+
+def same_bytes(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+def both(build, dask_spec, threads_spec, **kwargs):
+    """build(spec) computed on dask and on threads."""
+    on_dask = build(dask_spec).compute(**kwargs)
+    on_threads = build(threads_spec).compute()
+    same_bytes(on_dask, on_threads)
+    return on_dask
+
+
+DATA = np.random.default_rng(20).random((48, 40))
+
+
+def test_spec_defaults_come_from_the_cluster(client, dask_spec):
+    workers = client.scheduler_info()["workers"].values()
+    assert dask_spec.executor == "dask"
+    assert dask_spec.total_system_mem == sum(w["memory_limit"] for w in workers)
+    assert dask_spec.workers == 3
+    # total_system_mem is the cluster's, not capped by this machine.
+    big = strata.Spec(executor="dask", client=client, total_system_mem="1PB")
+    assert big.total_system_mem == 10 ** 15
+
+
+def test_memory_tier_rechunk_moves_blocks_by_dask_and_writes_nothing(client, dask_spec,
+                                                                      threads_spec, tmp_path):
+    def build(spec):
+        return (strata.asarray(DATA, chunks=(48, 4), spec=spec) + 1).rechunk((4, 40))
+
+    ops = strata.plan(build(dask_spec)).to_dict()["ops"]
+    assert any(o.get("tier") == "memory" for o in ops), ops
+    events = Events()
+    out = both(build, dask_spec, threads_spec, callbacks=[events])
+    assert np.array_equal(out, DATA + 1)
+    # Every target block reads every source block, and the tasks ran on more
+    # than one worker: blocks went between workers, through Dask.
+    assert len({e.worker for e in events.tasks}) >= 2, [e.worker for e in events.tasks]
+    assert events.summary["intermediate_bytes_written"] == 0
+    assert not (tmp_path / "dask-work").exists() or not os.listdir(tmp_path / "dask-work")
+    spilled = client.run(lambda dask_worker: len(getattr(dask_worker.data, "slow", ())))
+    assert set(spilled.values()) == {0}
+    # Every task reported its measured peak within its projection.
+    for e in events.tasks:
+        assert 0 < e.measured_peak_mem <= e.projected_mem, e
+
+
+def test_disk_tier_rechunk(client, tmp_path, threads_spec):
+    spec = strata.Spec(executor="dask", client=client, work_dir=tmp_path / "shared",
+                       allowed_mem="100MB", reserved_mem="1MB", tier="disk")
+
+    def build(s):
+        return (strata.asarray(DATA, chunks=(48, 4), spec=s) + 1).rechunk((4, 40))
+
+    ops = strata.plan(build(spec)).to_dict()["ops"]
+    assert any(o.get("tier") == "disk" for o in ops), ops
+    events = Events()
+    both(build, spec, threads_spec, callbacks=[events])
+    assert events.summary["intermediate_bytes_written"] > 0
+    # The run directory is gone after the compute.
+    assert not os.path.exists(tmp_path / "shared") or not os.listdir(tmp_path / "shared")
+
+
+def test_engine_operations_match_threads(dask_spec, threads_spec):
+    b = np.random.default_rng(3).random((40, 24))
+
+    def elementwise(s):
+        x = strata.asarray(DATA, chunks=(16, 10), spec=s)
+        return strata.sqrt(x * 2 + 1) - x / 3
+
+    def reduction(s):
+        x = strata.asarray(DATA, chunks=(10, 7), spec=s)
+        return strata.sum(x * x, axis=0) + strata.mean(x, axis=0)
+
+    def full_reduction(s):
+        return strata.max(strata.asarray(DATA, chunks=(5, 5), spec=s))
+
+    def matmul(s):
+        return strata.matmul(strata.asarray(DATA, chunks=(16, 10), spec=s),
+                             strata.asarray(b, chunks=(10, 12), spec=s))
+
+    def random_and_concat(s):
+        r = strata.random.random((30, 20), chunks=(7, 6), spec=s, seed=5)
+        return strata.concat([r, r * 2], axis=1)
+
+    def python_map_blocks(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+        offset = 7.0
+        return strata.map_blocks(lambda blk: blk * offset + blk.sum(), x)
+
+    for build in (elementwise, reduction, full_reduction, matmul, random_and_concat,
+                  python_map_blocks):
+        both(build, dask_spec, threads_spec)
+
+
+def test_zarr_in_and_out_match_threads(dask_spec, threads_spec, tmp_path):
+    src = tmp_path / "src.zarr"
+    strata.to_zarr(strata.asarray(DATA, chunks=(8, 8)), str(src))
+    for name, spec in (("dask", dask_spec), ("threads", threads_spec)):
+        x = strata.from_zarr(str(src), spec=spec)
+        strata.to_zarr((x + 1).rechunk((16, 20)), str(tmp_path / f"{name}.zarr"))
+    for dirpath, _, files in os.walk(tmp_path / "threads.zarr"):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), tmp_path / "threads.zarr")
+            with open(os.path.join(dirpath, f), "rb") as a, \
+                    open(os.path.join(tmp_path / "dask.zarr", rel), "rb") as b:
+                assert a.read() == b.read(), rel
+    assert sorted(os.listdir(tmp_path / "dask.zarr")) == sorted(
+        os.listdir(tmp_path / "threads.zarr"))
+
+
+def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
+    def wrong_shape(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+        return strata.map_blocks(lambda blk: blk[:1], x)
+
+    def raising(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+
+        def f(blk, block_id=None):
+            if block_id == (2, 1):
+                raise KeyError("no such station")
+            return blk
+        return strata.map_blocks(f, x)
+
+    src = tmp_path / "corrupt.zarr"
+    strata.to_zarr(strata.asarray(DATA, chunks=(8, 8)), str(src), codec="zstd")
+    with open(src / "2.3", "r+b") as f:
+        f.seek(4)
+        f.write(b"\xff" * 16)
+
+    def corrupt(s):
+        return strata.from_zarr(str(src), spec=s) * 2
+
+    def names(text):  # each build makes arrays of its own names
+        return re.sub(r"array-\d+", "array-N", text)
+
+    for build in (wrong_shape, raising, corrupt):
+        errors = []
+        for spec in (threads_spec, dask_spec):
+            x = build(spec)
+            with pytest.raises(Exception) as info:
+                x.compute()
+            errors.append((info.value, x.name))
+        (t, _), (d, dask_name) = errors
+        assert type(d) is type(t), (t, d)
+        assert names(str(d)) == names(str(t)), (str(t), str(d))
+        notes = getattr(t, "__notes__", [])
+        assert [names(n) for n in getattr(d, "__notes__", [])] == [names(n) for n in notes]
+        # The calling process's array names, not the workers'.
+        assert dask_name in str(d) + "".join(getattr(d, "__notes__", [])), (dask_name, d)
+
+
+def test_bad_clients(cluster, client):
+    with pytest.raises(TypeError, match="distributed.Client"):
+        strata.Spec(executor="dask", client="tcp://127.0.0.1:1")
+    with pytest.raises(TypeError, match="unexpected"):
+        strata.Spec(executor="dask", client=client, scheduler_file="x")
+    with pytest.raises(TypeError, match="unexpected"):
+        strata.Spec(executor="threads", client=client)
+    closed = distributed.Client(cluster)
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        strata.Spec(executor="dask", client=closed)
+    # Closed between the Spec and the compute.
+    late = distributed.Client(cluster, set_as_default=False)
+    spec = strata.Spec(executor="dask", client=late)
+    x = strata.ones((10, 10), chunks=5, spec=spec)
+    late.close()
+    with pytest.raises(ValueError, match="distributed.Client is closed"):
+        x.compute()
+
+
+def test_task_larger_than_any_worker_is_refused(client):
+    limit = min(w["memory_limit"] for w in client.scheduler_info()["workers"].values())
+    spec = strata.Spec(executor="dask", client=client, allowed_mem=int(limit * 1.5),
+                       reserved_mem=int(limit * 1.2))
+    with pytest.raises(MemoryError, match="more than any dask worker has"):
+        strata.ones((10, 10), chunks=5, spec=spec).compute()
+
+
+def test_worker_killed_mid_run_is_survived(client, dask_spec):
+    def slow(blk):
+        time.sleep(0.15)
+        return blk + 1
+
+    x = strata.asarray(DATA, chunks=(8, 8), spec=dask_spec)  # 30 blocks
+    y = strata.map_blocks(slow, x).rechunk((48, 8)) * 2
+
+    killed = []
+
+    class KillOnce(strata.Callback):
+        def on_task_end(self, event):
+            if killed:
+                return
+            processing = {w: ks for w, ks in client.processing().items() if ks}
+            if not processing:
+                return
+            victim = sorted(processing)[0]
+            pids = client.run(os.getpid, workers=[victim])
+            killed.append(victim)
+            threading.Thread(target=os.kill, args=(pids[victim], signal.SIGKILL)).start()
+
+    out = y.compute(callbacks=[KillOnce()])
+    assert killed
+    same_bytes(out, (DATA + 1) * 2)
+    client.wait_for_workers(3, timeout=60)
+
+
+def test_admission_by_worker_resources():
+    # One worker with 2 threads whose strata-memory holds one task at a time:
+    # the tasks never overlap (with 2 threads and no admission they would).
+    spec_args = dict(allowed_mem="100MB", reserved_mem="8MB")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  host="127.0.0.1", dashboard_address=None, silence_logs=40,
+                                  resources={"strata-memory": 12e6}) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        spec = strata.Spec(executor="dask", client=client, **spec_args)
+
+        def slow(blk):
+            time.sleep(0.2)
+            return blk * 2
+
+        y = strata.map_blocks(slow, strata.asarray(DATA, chunks=(8, 40), spec=spec))
+        events = Events()
+        same_bytes(y.compute(callbacks=[events]), DATA * 2)
+        tasks = sorted((e.start, e.end, e.projected_mem) for e in events.tasks)
+        assert len(tasks) == 6
+        assert all(8e6 < p <= 12e6 < 2 * p for _, _, p in tasks), tasks
+        for (s0, e0, _), (s1, e1, _) in zip(tasks, tasks[1:]):
+            assert s1 >= e0 - 0.01, tasks
