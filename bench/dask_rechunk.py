@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""Strata's executor="dask" against Dask's own rechunk, on the same
+LocalCluster in the same run (issue 20), under the protocol of
+bench/README.md.
+
+    /usr/bin/python3 bench/dask_rechunk.py [--size 20000] [--reps 5]
+        [--bin build/release/bin] [--python build/release/python]
+        [--dir build/bench/dask_rechunk] [--out bench/results/dask_rechunk.json]
+    /usr/bin/python3 bench/dask_rechunk.py --smoke          (--size 2000, 1 rep)
+
+W4 of bench/rechunk.py: a size x size float64 Zarr v2 array (blosc lz4,
+written once by `strata random`), chunks (size, size/40) -> (size/40, size),
+allowed_mem 1GB at size 20000 (scaled with the array's bytes below it, at
+least 40MB), written to a Zarr array with the same codec.
+
+The cluster: one LocalCluster with 2 worker processes on 127.0.0.1 (Dask's
+defaults otherwise: threads per worker = cores / 2, memory limit = RAM / 2),
+started once in a helper process before the first rep and closed after the
+last. Its processes (nannies and workers) are part of the workload: the
+protocol counts their CPU with the contender's, not as disturbance. Every
+contender is a fresh process that connects a Client to it:
+  - strata-dask: strata.from_zarr(...).rechunk(...) to_zarr, with
+    strata.Spec(executor="dask", client=client, allowed_mem=...) (the plan:
+    one memory-tier exchange; blocks move between workers by Dask's
+    transfer);
+  - dask-tasks: dask.array.from_zarr(...).rechunk(...).to_zarr(...) on the
+    same Client, as a Dask user writes it. Dask 2022.12 (Debian's) has only
+    this rechunk algorithm ("tasks"): `rechunk` has no `method=` argument and
+    distributed 2022.12 has no p2p rechunk for arrays (its p2p shuffle is for
+    DataFrames), so there is no p2p column.
+Figures per run besides the protocol's (wall, CPU of contender + cluster):
+the peak RSS of each worker during the run (VmHWM after resetting it through
+/proc/PID/clear_refs before the run), the bytes the workers wrote (write_bytes
+of /proc/PID/io: the output's chunks, plus any spill), the peak size of the
+workers' local directories (Dask's spill), and for Strata the compute's
+summary (intermediate bytes written, peak of intermediates held). The first
+kept rep's outputs are checked with `strata verify` against the source.
+Medians with min-max and the per-rep ratio dask-tasks/strata-dask; never
+pass/fail.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol as P  # noqa: E402
+import rechunk as rb  # noqa: E402
+
+CLUSTER = r'''
+import json, os, sys, distributed
+if __name__ == "__main__":
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, host="127.0.0.1",
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    pids = client.run(os.getpid)
+    dirs = client.run(lambda dask_worker: dask_worker.local_directory)
+    limits = {a: w["memory_limit"] for a, w in client.scheduler_info()["workers"].items()}
+    print(json.dumps({"address": cluster.scheduler_address, "pids": pids, "dirs": dirs,
+                      "memory_limits": limits,
+                      "threads": {a: w["nthreads"] for a, w in
+                                  client.scheduler_info()["workers"].items()}}), flush=True)
+    sys.stdin.read()  # until the benchmark closes our stdin
+    client.close()
+    cluster.close()
+'''
+
+STRATA = r'''
+import json, sys, distributed, strata
+address, src, dst, chunks, allowed, work = sys.argv[1:7]
+client = distributed.Client(address)
+spec = strata.Spec(executor="dask", client=client, allowed_mem=allowed, work_dir=work)
+class Summary(strata.Callback):
+    def on_compute_end(self, event):
+        print(json.dumps(event.summary), flush=True)
+x = strata.from_zarr(src, spec=spec)
+strata.to_zarr(x.rechunk(tuple(json.loads(chunks))), dst, overwrite=True, callbacks=[Summary()])
+client.close()
+'''
+
+DASK = r'''
+import json, sys, distributed, dask.array as da
+address, src, dst, chunks = sys.argv[1:5]
+client = distributed.Client(address)
+x = da.from_zarr(src)
+x.rechunk(tuple(json.loads(chunks))).to_zarr(dst, overwrite=True)
+client.close()
+'''
+
+
+def proc_field(pid, path, name):
+    try:
+        with open(f"/proc/{pid}/{path}") as f:
+            for line in f:
+                if line.startswith(name):
+                    return int(line.split()[1]) * (1024 if path == "status" else 1)
+    except OSError:
+        return None
+    return None
+
+
+class Cluster:
+    """The LocalCluster, in a helper process of its own."""
+
+    def __init__(self, env):
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", CLUSTER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        line = self.proc.stdout.readline()
+        try:
+            self.info = json.loads(line)
+        except ValueError:
+            self.stop()
+            raise SystemExit(f"the LocalCluster did not start ({line!r})")
+        self.workers = list(self.info["pids"].values())
+        self.helper_pids = P.process_tree(self.proc.pid)
+
+    def stop(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        except Exception:
+            self.proc.kill()
+
+    def reset_peaks(self):
+        self.io_before = {}
+        for pid in self.workers:
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")  # resets VmHWM to the current RSS
+            except OSError:
+                pass
+            self.io_before[pid] = proc_field(pid, "io", "write_bytes") or 0
+
+    def peaks(self):
+        hwm = [proc_field(pid, "status", "VmHWM") or 0 for pid in self.workers]
+        written = sum((proc_field(pid, "io", "write_bytes") or 0) - self.io_before.get(pid, 0)
+                      for pid in self.workers)
+        return {"worker_peak_rss_bytes": max(hwm), "worker_peak_rss_each_bytes": hwm,
+                "worker_write_bytes": written}
+
+
+def workload(size):
+    col = max(size // 40, 1)
+    logical = 8 * size * size
+    allowed = max(int(10**9 * logical / (8 * 20000 * 20000)), 40 * 10**6)
+    return [size, size], [size, col], [col, size], allowed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=None,
+                    help="the array is size x size float64 (default 20000; 2000 with --smoke)")
+    ap.add_argument("--bin", default="build/release/bin")
+    ap.add_argument("--python", default="build/release/python",
+                    help="the build tree's package directory (PYTHONPATH of the cluster and "
+                         "the contenders)")
+    ap.add_argument("--dir", default="build/bench/dask_rechunk")
+    P.add_arguments(ap)
+    args = ap.parse_args()
+    size = args.size or (2000 if args.smoke else 20000)
+    shape, src_chunks, dst_chunks, allowed = workload(size)
+    strata = os.path.join(args.bin, "strata")
+    d = os.path.abspath(args.dir)
+    os.makedirs(d, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.abspath(args.python)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    with P.Bench("dask_rechunk", args, scratch=d,
+                 description="executor=dask against dask.array rechunk on the same "
+                             "LocalCluster (issue 20)") as b:
+        src = os.path.join(d, "src.zarr")
+        stored = rb.make_source(strata, src, shape, src_chunks, 4)
+        logical = 8 * shape[0] * shape[1]
+        cluster = Cluster(env)
+        try:
+            outputs = rb.Outputs(d)
+            address = cluster.info["address"]
+            chunks = json.dumps(dst_chunks)
+            argv = {
+                "strata-dask": lambda dst, hist, work: [
+                    "/usr/bin/python3", "-c", STRATA, address, src, dst, chunks, str(allowed),
+                    work],
+                "dask-tasks": lambda dst, hist, work: [
+                    "/usr/bin/python3", "-c", DASK, address, src, dst, chunks],
+            }
+
+            def finish(name):
+                def f(run, completed, hist):
+                    run["extra"].update(cluster.peaks())
+                    if name == "strata-dask":
+                        summary = json.loads(completed.stdout.strip().splitlines()[-1])
+                        run["extra"].update({k: v for k, v in summary.items()
+                                             if isinstance(v, (int, float))})
+                return f
+
+            contenders, dsts = [], {}
+            for name in ("strata-dask", "dask-tasks"):
+                c, dst = rb.contender(name, "user", argv[name], src, outputs, logical,
+                                      finish(name), env=env)
+                setup = c.setup
+
+                def reset(setup=setup):
+                    setup()
+                    cluster.reset_peaks()
+                c.setup = reset
+                c.watch_dirs = dict(c.watch_dirs or {}, dask_local=os.path.dirname(
+                    next(iter(cluster.info["dirs"].values()))))
+                contenders.append(c)
+                dsts[name] = dst
+            checks = {}
+
+            def after_rep(slot, rep):
+                if not outputs.checked:
+                    checks.update(rb.check_outputs(strata, src, dsts, None))
+                    outputs.checked = True
+                    rb.remove(*dsts.values())
+
+            case = b.case("W4" if size == 20000 else f"W4-{size}", contenders,
+                          ratios=[("dask-tasks", "strata-dask")],
+                          ratio_keys=("wall_s", "worker_peak_rss_bytes"),
+                          after_rep=after_rep, helper_pids=cluster.helper_pids,
+                          describe={"shape": shape, "source_chunks": src_chunks,
+                                    "target_chunks": dst_chunks, "allowed_mem": allowed,
+                                    "logical_bytes": logical, "source_stored_bytes": stored,
+                                    "cluster": {k: cluster.info[k] for k in
+                                                ("memory_limits", "threads")},
+                                    "dask_p2p": "not available: dask 2022.12's rechunk has no "
+                                                "method= and distributed 2022.12 has no p2p "
+                                                "rechunk for arrays"})
+            case["checks"] = checks
+        finally:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
