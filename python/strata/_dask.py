@@ -260,7 +260,7 @@ class _Run:
 
     def _collect(self, distributed, futures):
         run = self.run
-        ac = distributed.as_completed(futures)
+        ac = distributed.as_completed(futures, loop=self.client.loop)
         while not ac.is_empty():
             if run.cancelled:
                 return

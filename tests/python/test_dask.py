@@ -171,7 +171,8 @@ def test_zarr_in_and_out_match_threads(dask_spec, threads_spec, tmp_path):
 def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
     def wrong_shape(s):
         x = strata.asarray(DATA, chunks=(12, 10), spec=s)
-        return strata.map_blocks(lambda blk: blk[:1], x)
+        return strata.map_blocks(lambda blk, block_id=None: blk[:1] if block_id == (3, 2) else blk,
+                                 x)
 
     def raising(s):
         x = strata.asarray(DATA, chunks=(12, 10), spec=s)
@@ -288,3 +289,86 @@ def test_admission_by_worker_resources():
         assert all(8e6 < p <= 12e6 < 2 * p for _, _, p in tasks), tasks
         for (s0, e0, _), (s1, e1, _) in zip(tasks, tasks[1:]):
             assert s1 >= e0 - 0.01, tasks
+
+
+def test_object_tier_through_s3(client, threads_spec):
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from s3_server import S3Server
+    server = S3Server(["daskbucket"])
+    names = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+             "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+    env = {k: v for k, v in server.env().items() if k in names}
+
+    def set_env(values):
+        for k in names:
+            os.environ.pop(k, None)
+        os.environ.update(values)
+
+    saved = {k: os.environ[k] for k in names if k in os.environ}
+    try:
+        # The workers (and this process) see the object store.
+        client.run(set_env, env)
+        set_env(env)
+        spec = strata.Spec(executor="dask", client=client, allowed_mem="100MB",
+                           reserved_mem="1MB", tier="object",
+                           object_store_url="s3://daskbucket/work")
+
+        def build(s):
+            return (strata.asarray(DATA, chunks=(48, 4), spec=s) + 1).rechunk((4, 40))
+
+        ops = strata.plan(build(spec)).to_dict()["ops"]
+        assert any(o.get("tier") == "object" for o in ops), ops
+        events = Events()
+        both(build, spec, threads_spec, callbacks=[events])
+        assert events.summary["intermediate_bytes_written"] > 0
+        # Every intermediate object is gone.
+        left = [os.path.join(d, f) for d, _, fs in os.walk(server.dir) for f in fs]
+        assert not [p for p in left if "/op0" in p], left
+    finally:
+        client.run(set_env, {})
+        set_env(saved)
+        server.stop()
+
+
+def test_ctrl_c_cancels_a_dask_compute(cluster, client):
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import sys, time, distributed, strata
+        if __name__ == "__main__":
+            client = distributed.Client(sys.argv[1])
+            spec = strata.Spec(executor="dask", client=client)
+            x = strata.ones((300, 10), chunks=(1, 10), spec=spec)
+            def slow(b):
+                time.sleep(0.1)
+                return b
+            y = strata.map_blocks(slow, x)   # 300 tasks of 100 ms: ~10 s on 3 workers
+            print("ready", flush=True)
+            t0 = time.perf_counter()
+            try:
+                y.compute()
+                print("finished", flush=True)
+            except KeyboardInterrupt:
+                print(f"interrupted after {time.perf_counter() - t0:.2f}", flush=True)
+            print("again", float(strata.sum(strata.ones(10, spec=spec)).compute()), flush=True)
+            client.close()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code, cluster.scheduler_address],
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    lines = out.splitlines()
+    assert lines[0].startswith("interrupted after"), (out, err[-3000:])
+    assert float(lines[0].split()[-1]) < 8.0
+    assert lines[1] == "again 10.0"
+    # The cancelled tasks left the cluster.
+    deadline = time.time() + 30
+    while any(client.processing().values()) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(client.processing().values())
