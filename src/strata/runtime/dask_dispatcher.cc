@@ -92,7 +92,7 @@ Status DaskDispatcher::Prepare() {
       ExternalTask t;
       t.id = TaskId{op.index, b};
       t.projected_mem = op.projected_mem;
-      t.returns_block = ReturnsBlock(op);
+      t.returns_block = KeepsBlock(op);
       UnravelIndex(b, grid, block);
       for (const Dependency& d : op.dependencies) {
         const Shape& in_grid = plan_.ops()[d.producer].node->grid.grid_shape();
@@ -201,11 +201,6 @@ Status DaskDispatcher::Finish(ComputeSummary* summary) {
 }  // namespace
 
 std::string ExternalStoreName(const PlannedOp& op) { return fmt::format("op{:03d}", op.index); }
-
-bool ReturnsBlock(const PlannedOp& op) {
-  return op.materialized && op.node->kind != NodeKind::kStore &&
-         (op.tier == Tier::kMemory || op.output_slot >= 0);
-}
 
 std::unique_ptr<Dispatcher> MakeDaskDispatcher(const Plan& plan, const ComputeOptions& options) {
   return std::make_unique<DaskDispatcher>(plan, options);

@@ -47,8 +47,9 @@ struct ExternalTask {
   TaskId id;
   std::vector<TaskId> inputs;  // the tasks whose blocks it reads
   int64_t projected_mem = 0;
-  // The task's block travels with its result: it is read by other tasks
-  // from the memory tier, or it is a block of compute()'s results.
+  // The task's block travels with its result (KeepsBlock): it is read by
+  // other tasks from the memory tier, or it is a block of compute()'s
+  // results.
   bool returns_block = false;
 };
 
@@ -118,10 +119,6 @@ class TaskHost {
 // calling process and on every worker alike (array names count the arrays a
 // process made, so they differ between processes).
 std::string ExternalStoreName(const PlannedOp& op);
-
-// True when the op's blocks travel with their tasks' results (see
-// ExternalTask::returns_block).
-bool ReturnsBlock(const PlannedOp& op);
 
 }  // namespace strata
 

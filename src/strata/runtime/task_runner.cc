@@ -12,6 +12,11 @@ std::string BlockName(std::span<const Index> block) { return JoinIndices(block, 
 
 }  // namespace
 
+bool KeepsBlock(const PlannedOp& op) {
+  return op.materialized && op.node->kind != NodeKind::kStore &&
+         (op.tier == Tier::kMemory || op.output_slot >= 0);
+}
+
 TaskRunner::TaskRunner(const Plan& plan, std::span<const std::unique_ptr<IntermediateStore>> tiers,
                        std::span<const ArrayView> result_views, std::shared_ptr<MemoryPool> pool,
                        const ComputeOptions& options, Clock::time_point start)
@@ -269,7 +274,7 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
   } else {
     STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
     frame.fetched.clear();  // inputs are no longer needed
-    const bool keep = kept && (op.tier == Tier::kMemory || op.output_slot >= 0);
+    const bool keep = kept && KeepsBlock(op);
     if (op.output_slot >= 0 && !keep) {
       Box box = node.grid.BlockBox(block);
       CopyArray(out.view(), result_views_[op.output_slot].Slice(box));

@@ -43,6 +43,10 @@ struct TaskFigures {
   int64_t resident_delta = 0;
 };
 
+// The ops whose blocks TaskRunner::Run leaves in `kept` rather than storing
+// them: memory-tier blocks and blocks of compute()'s results.
+bool KeepsBlock(const PlannedOp& op);
+
 class TaskRunner {
  public:
   using Clock = std::chrono::steady_clock;
