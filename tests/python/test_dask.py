@@ -377,31 +377,36 @@ def test_ctrl_c_cancels_a_dask_compute(cluster, client):
 def test_tasks_run_without_the_gil():
     # An in-process worker: a Python thread of this process keeps running
     # while the worker thread runs a Strata task (C++, without the GIL).
+    # The task grows until it lasts long enough to tell, however fast the
+    # machine is.
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None, silence_logs=40) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
-        spec = strata.Spec(executor="dask", client=client, allowed_mem="1GB")
-        x = strata.random.random((1500, 1500), chunks=(1500, 1500), spec=spec, seed=1)
-        y = strata.sum(strata.sin(x) * strata.cos(x) + strata.sqrt(x))
-        ticks, stop = [], threading.Event()
+        spec = strata.Spec(executor="dask", client=client, allowed_mem="2GB")
+        for n in (1500, 3000, 6000):
+            x = strata.random.random((n, n), chunks=(n, n), spec=spec, seed=1)
+            y = strata.sum(strata.sin(x) * strata.cos(x) + strata.sqrt(x))
+            ticks, stop = [], threading.Event()
 
-        def spin():
-            while not stop.is_set():
-                ticks.append(time.time())
-                for _ in range(1000):
-                    pass
+            def spin():
+                while not stop.is_set():
+                    ticks.append(time.time())
+                    for _ in range(1000):
+                        pass
 
-        events = Events()
-        spinner = threading.Thread(target=spin)
-        spinner.start()
-        t0 = time.time()
-        try:
-            y.compute(callbacks=[events])
-        finally:
-            stop.set()
-            spinner.join()
-        task = max(events.tasks, key=lambda e: e.end - e.start)
-        start, end = t0 + task.start, t0 + task.end
-        assert end - start > 0.3, (end - start)  # long enough to tell
+            events = Events()
+            spinner = threading.Thread(target=spin)
+            spinner.start()
+            t0 = time.time()
+            try:
+                y.compute(callbacks=[events])
+            finally:
+                stop.set()
+                spinner.join()
+            task = max(events.tasks, key=lambda e: e.end - e.start)
+            start, end = t0 + task.start, t0 + task.end
+            if end - start > 0.5:
+                break
+        assert end - start > 0.5, (n, end - start)
         inside = [t for t in ticks if start + 0.1 < t < end - 0.1]
         assert len(inside) > 20, (len(inside), end - start)
