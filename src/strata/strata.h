@@ -314,4 +314,10 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 
 }  // namespace strata
 
+// The rest of the API, one header per theme (each may use the declarations
+// above, so they come last).
+#include "strata/api/creation_extras.h"
+#include "strata/api/dtype_info.h"
+#include "strata/api/math_extras.h"
+
 #endif  // STRATA_STRATA_H_

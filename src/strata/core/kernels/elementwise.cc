@@ -55,6 +55,11 @@ std::string_view UnaryOpName(UnaryOp op) {
     case UnaryOp::kReal: return "real";
     case UnaryOp::kImag: return "imag";
     case UnaryOp::kConj: return "conj";
+    case UnaryOp::kArccosh: return "acosh";
+    case UnaryOp::kArcsinh: return "asinh";
+    case UnaryOp::kArctanh: return "atanh";
+    case UnaryOp::kReciprocal: return "reciprocal";
+    case UnaryOp::kSignbit: return "signbit";
       // clang-format on
   }
   return "unknown";
@@ -87,6 +92,10 @@ std::string_view BinaryOpName(BinaryOp op) {
     case BinaryOp::kMinimum: return "minimum";
     case BinaryOp::kMaximum: return "maximum";
     case BinaryOp::kArctan2: return "atan2";
+    case BinaryOp::kCopysign: return "copysign";
+    case BinaryOp::kHypot: return "hypot";
+    case BinaryOp::kLogaddexp: return "logaddexp";
+    case BinaryOp::kNextafter: return "nextafter";
       // clang-format on
   }
   return "unknown";
@@ -140,6 +149,24 @@ bool IsMathOp(UnaryOp op) {
     case UnaryOp::kSinh:
     case UnaryOp::kCosh:
     case UnaryOp::kTanh:
+    case UnaryOp::kArccosh:
+    case UnaryOp::kArcsinh:
+    case UnaryOp::kArctanh:
+    case UnaryOp::kReciprocal:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Real-valued binary math that computes bool and integers in float64.
+bool IsRealMathOp(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kArctan2:
+    case BinaryOp::kCopysign:
+    case BinaryOp::kHypot:
+    case BinaryOp::kLogaddexp:
+    case BinaryOp::kNextafter:
       return true;
     default:
       return false;
@@ -189,6 +216,10 @@ bool BinarySupports(BinaryOp op, DType t) {
     case BinaryOp::kMinimum:
     case BinaryOp::kMaximum:
     case BinaryOp::kArctan2:  // bool and integers in float64
+    case BinaryOp::kCopysign:
+    case BinaryOp::kHypot:
+    case BinaryOp::kLogaddexp:
+    case BinaryOp::kNextafter:
       return !t.is_complex();
     case BinaryOp::kBitwiseAnd:
     case BinaryOp::kBitwiseOr:
@@ -264,6 +295,9 @@ Result<DType> UnaryResultType(UnaryOp op, DType in) {
       return in;
     case UnaryOp::kConj:
       return in;
+    case UnaryOp::kSignbit:
+      if (in.is_complex()) return UnsupportedUnary(op, in);
+      return DType(DTypeId::kBool);
     default:
       break;
   }
@@ -278,7 +312,7 @@ Result<DType> BinaryComputeType(BinaryOp op, DType a, DType b) {
   if (!promoted.ok()) return promoted.status().WithContext(BinaryOpName(op));
   DType t = *promoted;
   if (!BinarySupports(op, t)) return UnsupportedBinary(op, a, b);
-  if ((op == BinaryOp::kDivide || op == BinaryOp::kArctan2) && !IsFloatOrComplex(t)) {
+  if ((op == BinaryOp::kDivide || IsRealMathOp(op)) && !IsFloatOrComplex(t)) {
     return DType(DTypeId::kFloat64);
   }
   return t;

@@ -43,6 +43,7 @@ enum class UnaryOp {
   kSin, kCos, kTan, kArcsin, kArccos, kArctan, kSinh, kCosh, kTanh,
   kFloor, kCeil, kRound, kTrunc, kSign,
   kIsnan, kIsinf, kIsfinite, kLogicalNot, kBitwiseInvert, kReal, kImag, kConj,
+  kArccosh, kArcsinh, kArctanh, kReciprocal, kSignbit,
 };
 // clang-format on
 
@@ -53,6 +54,7 @@ enum class BinaryOp {
   kLogicalAnd, kLogicalOr, kLogicalXor,
   kBitwiseAnd, kBitwiseOr, kBitwiseXor, kBitwiseLeftShift, kBitwiseRightShift,
   kMinimum, kMaximum, kArctan2,
+  kCopysign, kHypot, kLogaddexp, kNextafter,
 };
 // clang-format on
 
@@ -71,8 +73,10 @@ Result<DType> PromoteTypes(DType a, DType b);
 
 // The dtype `op` produces for an input of `in`, or InvalidArgument "floor does
 // not support complex64" when it is not defined. Math functions (sqrt, exp,
-// log*, trig) of bool and integers give float64 (numpy's choice), of floats
-// and complex the same type; floor/ceil/round/trunc keep bool and integer
+// log*, trig, hyperbolic, reciprocal) of bool and integers give float64
+// (numpy's choice, except reciprocal: numpy keeps integers and divides them),
+// of floats and complex the same type; signbit gives bool and rejects
+// complex; floor/ceil/round/trunc keep bool and integer
 // types and reject complex; abs, real and imag of complex give the real type;
 // isnan/isinf/isfinite/logical_not give bool; negative, positive, square and
 // sign reject bool; bitwise_invert takes only bool and integers.
@@ -80,8 +84,9 @@ Result<DType> UnaryResultType(UnaryOp op, DType in);
 
 // The dtype of `a op b`, or InvalidArgument ("subtract does not support bool
 // and bool", or the promotion error with the op's name in front).
-// Comparisons and logical ops give bool; divide and atan2 of bool/integers
-// give float64; everything else the promoted type. Bool inputs: add is or,
+// Comparisons and logical ops give bool; divide, atan2, copysign, hypot,
+// logaddexp and nextafter of bool/integers give float64 (the last four reject
+// complex); everything else the promoted type. Bool inputs: add is or,
 // multiply is and (numpy); subtract, pow, floor_divide, remainder and shifts
 // of two bools are rejected. Ordering (less, minimum, ...), floor_divide,
 // remainder and atan2 reject complex; bitwise ops take bool and integers,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <numbers>
 
 #include "strata/core/dtype_dispatch.h"
 #include "strata/core/kernels/elementwise.h"
@@ -140,6 +141,17 @@ T ShiftRight(T x, T count) {
   return static_cast<T>(x >> count);  // arithmetic for signed (C++20)
 }
 
+// numpy's npy_logaddexp: log(exp(x) + exp(y)) without overflow; equal
+// arguments (infinities included) give x + log(2).
+template <typename T>
+T LogAddExp(T x, T y) {
+  if (x == y) return x + std::numbers::ln2_v<T>;
+  const T d = x - y;
+  if (d > 0) return x + std::log1p(std::exp(-d));
+  if (d <= 0) return y + std::log1p(std::exp(d));
+  return d;  // NaN
+}
+
 // The kernel for one run of compute dtype T. Op/dtype pairs that
 // BinaryComputeType rejects never get here.
 template <typename T>
@@ -235,6 +247,18 @@ void BinaryRun(BinaryOp op, const std::byte* a, Index sa, const std::byte* b, In
       break;
     case BinaryOp::kArctan2:
       if constexpr (kIsFloat<T>) return map([](T x, T y) { return std::atan2(x, y); });
+      break;
+    case BinaryOp::kCopysign:
+      if constexpr (kIsFloat<T>) return map([](T x, T y) { return std::copysign(x, y); });
+      break;
+    case BinaryOp::kHypot:
+      if constexpr (kIsFloat<T>) return map([](T x, T y) { return std::hypot(x, y); });
+      break;
+    case BinaryOp::kLogaddexp:
+      if constexpr (kIsFloat<T>) return map([](T x, T y) { return LogAddExp(x, y); });
+      break;
+    case BinaryOp::kNextafter:
+      if constexpr (kIsFloat<T>) return map([](T x, T y) { return std::nextafter(x, y); });
       break;
   }
   STRATA_CHECK(false) << BinaryOpName(op) << " reached the kernel for " << DTypeOf<T>().name();

@@ -122,7 +122,18 @@ void UnaryRun(UnaryOp op, const std::byte* in, Index is, std::byte* out, Index o
       STRATA_MATH_CASE(kSinh, std::sinh)
       STRATA_MATH_CASE(kCosh, std::cosh)
       STRATA_MATH_CASE(kTanh, std::tanh)
+      STRATA_MATH_CASE(kArccosh, std::acosh)
+      STRATA_MATH_CASE(kArcsinh, std::asinh)
+      STRATA_MATH_CASE(kArctanh, std::atanh)
 #undef STRATA_MATH_CASE
+    case UnaryOp::kReciprocal:
+      if constexpr (kFloating) return map([](T x) { return T(1) / x; });
+      break;
+    case UnaryOp::kSignbit:
+      if constexpr (kIsFloat<T>) return map([](T x) { return static_cast<bool>(std::signbit(x)); });
+      if constexpr (kIsSignedInt<T>) return map([](T x) { return x < 0; });
+      if constexpr (!kIsComplex<T>) return map([](T) { return false; });
+      break;
     case UnaryOp::kExpm1:
       if constexpr (kIsComplex<T>) return map([](T x) { return Expm1(x); });
       if constexpr (kIsFloat<T>) return map([](T x) { return std::expm1(x); });
