@@ -276,8 +276,8 @@ Array map_blocks(const MapBlocksOptions& options, MapBlocksFunction fn,
 
 // Reduces `x` along `axis` by integer group `labels` (one per position along
 // the axis, in [0, num_groups); negative labels are skipped). The result has
-// `axis` replaced by num_groups (default: max label + 1). ops: sum, mean,
-// count (kCount), min, max.
+// `axis` replaced by num_groups (default: max label + 1). Float data skips
+// NaN (xarray's skipna default); more ops and options: api/groupby_extras.h.
 Array groupby_reduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
                      Index num_groups = 0);
 
@@ -318,6 +318,8 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 // above, so they come last).
 #include "strata/api/creation_extras.h"
 #include "strata/api/dtype_info.h"
+#include "strata/api/groupby_extras.h"
 #include "strata/api/math_extras.h"
+#include "strata/api/nan_reductions.h"
 
 #endif  // STRATA_STRATA_H_

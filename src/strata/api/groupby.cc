@@ -46,43 +46,81 @@ int ChooseGroupSplitEvery(int64_t state_block_bytes, const Spec& spec) {
 
 }  // namespace
 
-Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in, ReduceOp op,
-                    Index num_groups, int split_every) {
+Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, ReduceOp op,
+                    const GroupbyOptions& options) {
   if (!x.ok()) return x;
+  if (labels_in.array && !labels_in.array->ok()) return *labels_in.array;
   const std::string op_name(ReduceOpName(op));
   const std::string name = "groupby-" + op_name;
   auto fail = [&](std::string message) {
     return Array::FromStatus(InvalidArgumentError(fmt::format("groupby_reduce: {}", message)));
   };
   if (!GroupReduceSupported(op)) {
-    return fail(fmt::format("op '{}' is not supported (sum, mean, count, min, max are)", op_name));
+    return fail(fmt::format(
+        "op '{}' is not supported (sum, mean, count, min, max, var, std, argmin, argmax, first, "
+        "last and their nan* forms are)",
+        op_name));
   }
   Result<int> axis_r = NormalizeAxis(axis_in, x.ndim(), "groupby_reduce");
   if (!axis_r.ok()) return Array::FromStatus(axis_r.status());
   const int axis = *axis_r;
   const Index extent = x.shape()[axis];
-  if (static_cast<Index>(labels_in.size()) != extent) {
-    return fail(fmt::format("{} labels given for axis {} of extent {}", labels_in.size(), axis,
-                            extent));
-  }
+  const Index num_groups = options.num_groups;
+  const int split_every = options.split_every;
   if (num_groups < 0) return fail(fmt::format("num_groups {} is negative", num_groups));
-  int64_t max_label = -1;
-  for (size_t i = 0; i < labels_in.size(); ++i) {
-    const int64_t l = labels_in[i];
-    if (num_groups > 0 && l >= num_groups) {
-      return fail(fmt::format("label {} at position {} is not below num_groups {}", l, i,
-                              num_groups));
+  Index G = num_groups;
+  std::shared_ptr<const std::vector<int64_t>> labels;
+  Array label_array;
+  if (labels_in.array) {
+    // Labels as a (chunked, lazy) array: one per position along the axis.
+    label_array = *labels_in.array;
+    if (label_array.ndim() != 1 || label_array.shape()[0] != extent) {
+      return fail(fmt::format("labels of shape {} given for axis {} of extent {}",
+                              ShapeToString(label_array.shape()), axis, extent));
     }
-    max_label = std::max(max_label, l);
+    if (!label_array.dtype().is_integer()) {
+      return fail(
+          fmt::format("labels must have an integer dtype, not {}", label_array.dtype().name()));
+    }
+    if (label_array.dtype() != DType(DTypeId::kInt64))
+      label_array = astype(label_array, DTypeId::kInt64);
+    if (G == 0 && extent > 0) {
+      // The number of groups decides the output's shape: computed first.
+      Result<NDArray> most = compute(max(label_array));
+      if (!most.ok()) {
+        return Array::FromStatus(most.status().WithContext("groupby_reduce: the largest label"));
+      }
+      G = std::max<int64_t>(0, most->data_as<int64_t>()[0] + 1);
+    }
+    // The labels' blocks line up with x's along the axis.
+    label_array = RechunkToGrid(label_array, GridFromSizes({x.chunks().AxisChunkSizes(axis)}));
+  } else {
+    if (static_cast<Index>(labels_in.host.size()) != extent) {
+      return fail(fmt::format("{} labels given for axis {} of extent {}", labels_in.host.size(),
+                              axis, extent));
+    }
+    int64_t max_label = -1;
+    for (size_t i = 0; i < labels_in.host.size(); ++i) {
+      const int64_t l = labels_in.host[i];
+      if (num_groups > 0 && l >= num_groups) {
+        return fail(
+            fmt::format("label {} at position {} is not below num_groups {}", l, i, num_groups));
+      }
+      max_label = std::max(max_label, l);
+    }
+    if (G == 0) G = max_label + 1;
+    labels = std::make_shared<const std::vector<int64_t>>(labels_in.host);
   }
-  const Index G = num_groups > 0 ? num_groups : max_label + 1;
   if (split_every == 1 || split_every < 0) {
     return fail(fmt::format("split_every {} must be at least 2 (or 0 for automatic)", split_every));
   }
-  Result<std::shared_ptr<const ReductionKernel>> kernel_r = MakeReductionKernel(op, x.dtype());
+  const bool skip_nan = options.skipna.value_or(x.dtype().is_float() || x.dtype().is_complex());
+  ReductionOptions ropts;
+  ropts.ddof = options.ddof;
+  Result<std::shared_ptr<const ReductionKernel>> kernel_r =
+      MakeGroupReductionKernel(op, x.dtype(), skip_nan, ropts);
   if (!kernel_r.ok()) return Array::FromStatus(kernel_r.status().WithContext("groupby_reduce"));
   std::shared_ptr<const ReductionKernel> kernel = *kernel_r;
-  auto labels = std::make_shared<const std::vector<int64_t>>(std::move(labels_in));
   const int rank = x.ndim();
   const int W = kernel->state_width();
   const DType sdt = kernel->state_dtype();
@@ -163,17 +201,46 @@ Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in,
       map.axes.push_back(
           AxisMap::Identity(a == axis ? 0 : a + 1, x.chunks().grid_shape()[a]));
     }
+    std::vector<Array> inputs = {x};
+    std::vector<InputMap> maps = {std::move(map)};
+    if (label_array.ok()) {
+      inputs.push_back(label_array);
+      InputMap lmap;
+      lmap.axes.push_back(AxisMap::Identity(0, nb));
+      maps.push_back(std::move(lmap));
+    }
     BlockFunction fn = [kernel, labels, axis, G, sdt](const BlockRequest& r) -> Result<NDArray> {
       STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
       const InputBlock& in = r.inputs[0][0];
-      std::span<const int64_t> block_labels = std::span<const int64_t>(*labels).subspan(
-          in.box.origin[axis], in.box.shape[axis]);
-      GroupPartial(*kernel, in.view, axis, block_labels, G, DropLeadingAxis(out.view()));
+      std::span<const int64_t> block_labels;
+      NDArray copy;
+      if (labels) {
+        block_labels =
+            std::span<const int64_t>(*labels).subspan(in.box.origin[axis], in.box.shape[axis]);
+      } else {
+        const ConstArrayView& lv = r.inputs[1][0].view;
+        if (!lv.is_contiguous()) {
+          STRATA_ASSIGN_OR_RETURN(copy, NDArray::CopyOf(*r.pool, lv));
+          block_labels = copy.values<int64_t>();
+        } else {
+          block_labels = {reinterpret_cast<const int64_t*>(lv.data()),
+                          static_cast<size_t>(lv.num_elements())};
+        }
+        for (size_t i = 0; i < block_labels.size(); ++i) {
+          if (block_labels[i] >= G) {
+            return InvalidArgumentError(
+                fmt::format("groupby_reduce: label {} at position {} is not below num_groups {}",
+                            block_labels[i], in.box.origin[axis] + static_cast<Index>(i), G));
+          }
+        }
+      }
+      GroupPartial(*kernel, in.view, axis, block_labels, G, DropLeadingAxis(out.view()),
+                   in.box.origin[axis]);
       return out;
     };
     const int64_t scratch = kernel->ScratchBytes(x.chunksize());
-    state = MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, {x}, {std::move(map)},
-                          std::move(fn), scratch, x.spec());
+    state = MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, std::move(inputs),
+                          std::move(maps), std::move(fn), scratch, x.spec());
   }
 
   // Combine rounds over the blocks axis until one state is left.
@@ -237,11 +304,30 @@ Array GroupbyReduce(const Array& x, std::vector<int64_t> labels_in, int axis_in,
                        std::move(fn), 0, x.spec());
 }
 
+Array GroupbyReduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
+                    Index num_groups, int split_every) {
+  GroupbyOptions options;
+  options.num_groups = num_groups;
+  options.split_every = split_every;
+  return GroupbyReduce(x, GroupLabels{std::move(labels), std::nullopt}, axis, op, options);
+}
+
 }  // namespace internal_api
 
 Array groupby_reduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
                      Index num_groups) {
   return internal_api::GroupbyReduce(x, std::move(labels), axis, op, num_groups, 0);
+}
+
+Array groupby_reduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
+                     const GroupbyOptions& options) {
+  return internal_api::GroupbyReduce(x, internal_api::GroupLabels{std::move(labels), std::nullopt},
+                                     axis, op, options);
+}
+
+Array groupby_reduce(const Array& x, const Array& labels, int axis, ReduceOp op,
+                     const GroupbyOptions& options) {
+  return internal_api::GroupbyReduce(x, internal_api::GroupLabels{{}, labels}, axis, op, options);
 }
 
 }  // namespace strata

@@ -296,9 +296,11 @@ TEST(GroupbyReduceTest, BadInputGivesClearErrors) {
                  "groupby_reduce: 3 labels given for axis 1 of extent 6");
   expect_invalid(groupby_reduce(x, {0, 1, 0, 1}, 2, ReduceOp::kSum),
                  "groupby_reduce: axis 2 is out of range for an array of rank 2");
-  expect_invalid(groupby_reduce(x, {0, 1, 0, 1}, 0, ReduceOp::kVar),
-                 "groupby_reduce: op 'var' is not supported (sum, mean, count, min, max are)");
-  expect_invalid(groupby_reduce(x, {0, 1, 0, 1}, 0, ReduceOp::kArgmax), "op 'argmax'");
+  expect_invalid(
+      groupby_reduce(x, {0, 1, 0, 1}, 0, ReduceOp::kProd),
+      "groupby_reduce: op 'prod' is not supported (sum, mean, count, min, max, var, std, "
+      "argmin, argmax, first, last and their nan* forms are)");
+  expect_invalid(groupby_reduce(x, {0, 1, 0, 1}, 0, ReduceOp::kAll), "op 'all'");
   expect_invalid(groupby_reduce(x, {0, 3, 0, 1}, 0, ReduceOp::kSum, 3),
                  "groupby_reduce: label 3 at position 1 is not below num_groups 3");
   expect_invalid(groupby_reduce(x, {0, 1, 0, 1}, 0, ReduceOp::kSum, -2),

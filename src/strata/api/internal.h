@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,15 @@ Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& regi
 // force many rounds. InvalidArgument for split_every 1 or negative.
 Array GroupbyReduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
                     Index num_groups, int split_every);
+
+// Group labels on the host or as an array (exactly one is used: `array` when
+// set).
+struct GroupLabels {
+  std::vector<int64_t> host;
+  std::optional<Array> array;
+};
+Array GroupbyReduce(const Array& x, const GroupLabels& labels, int axis, ReduceOp op,
+                    const GroupbyOptions& options);
 
 }  // namespace strata::internal_api
 

@@ -18,9 +18,27 @@ using internal_api::NormalizeAxes;
 namespace {
 
 bool NeedsIdentity(ReduceOp op) {
-  return op == ReduceOp::kMin || op == ReduceOp::kMax || op == ReduceOp::kArgmin ||
-         op == ReduceOp::kArgmax;
+  switch (op) {
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+    case ReduceOp::kArgmin:
+    case ReduceOp::kArgmax:
+    case ReduceOp::kNanMin:
+    case ReduceOp::kNanMax:
+    case ReduceOp::kNanArgmin:
+    case ReduceOp::kNanArgmax:
+    case ReduceOp::kFirst:
+    case ReduceOp::kLast:
+    case ReduceOp::kNanFirst:
+    case ReduceOp::kNanLast:
+      return true;
+    default:
+      return false;
+  }
 }
+
+// Ops whose finalized -1 means "every element of the slice was NaN".
+bool FailsOnAllNan(ReduceOp op) { return op == ReduceOp::kNanArgmin || op == ReduceOp::kNanArgmax; }
 
 // Blocks merged per round along each reduced axis, so that one combine task's
 // states fit in the budget with room for its output.
@@ -240,11 +258,17 @@ Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOption
   }
   map.axes.push_back(AxisMap::Fixed({0}, 1));
   const DType rdt = kernel->result_dtype();
-  BlockFunction fn = [kernel, rdt](const BlockRequest& r) -> Result<NDArray> {
+  const bool check_all_nan = FailsOnAllNan(op) && (x.dtype().is_float() || x.dtype().is_complex());
+  BlockFunction fn = [kernel, rdt, check_all_nan, name](const BlockRequest& r) -> Result<NDArray> {
     const ConstArrayView& st = r.inputs[0][0].view;
     STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, rdt, r.box.shape));
     Shape kept(st.shape().begin(), st.shape().end() - 1);
     kernel->Finalize(st, out.view().Reshaped(kept));
+    if (check_all_nan) {
+      for (int64_t p : out.values<int64_t>()) {
+        if (p < 0) return InvalidArgumentError(name + ": All-NaN slice encountered");
+      }
+    }
     return out;
   };
   return MakeBlockwise(name, out_shape, rdt, internal_api::GridFromSizes(out_sizes), {state},

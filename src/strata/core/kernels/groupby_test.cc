@@ -194,9 +194,11 @@ INSTANTIATE_TEST_SUITE_P(SupportedOpsAndDTypes, GroupByTest, ::testing::ValuesIn
 TEST(GroupByTest, SupportedOps) {
   EXPECT_TRUE(GroupReduceSupported(ReduceOp::kSum));
   EXPECT_TRUE(GroupReduceSupported(ReduceOp::kCount));
-  EXPECT_FALSE(GroupReduceSupported(ReduceOp::kVar));
-  EXPECT_FALSE(GroupReduceSupported(ReduceOp::kArgmax));
+  EXPECT_TRUE(GroupReduceSupported(ReduceOp::kVar));
+  EXPECT_TRUE(GroupReduceSupported(ReduceOp::kArgmax));
+  EXPECT_TRUE(GroupReduceSupported(ReduceOp::kNanFirst));
   EXPECT_FALSE(GroupReduceSupported(ReduceOp::kProd));
+  EXPECT_FALSE(GroupReduceSupported(ReduceOp::kAll));
 }
 
 TEST(GroupByTest, EmptyGroupsOfFloatsAndInts) {

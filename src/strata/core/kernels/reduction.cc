@@ -40,6 +40,32 @@ std::string_view ReduceOpName(ReduceOp op) {
       return "count_nonzero";
     case ReduceOp::kCount:
       return "count";
+    case ReduceOp::kNanSum:
+      return "nansum";
+    case ReduceOp::kNanProd:
+      return "nanprod";
+    case ReduceOp::kNanMin:
+      return "nanmin";
+    case ReduceOp::kNanMax:
+      return "nanmax";
+    case ReduceOp::kNanMean:
+      return "nanmean";
+    case ReduceOp::kNanVar:
+      return "nanvar";
+    case ReduceOp::kNanStd:
+      return "nanstd";
+    case ReduceOp::kNanArgmin:
+      return "nanargmin";
+    case ReduceOp::kNanArgmax:
+      return "nanargmax";
+    case ReduceOp::kFirst:
+      return "first";
+    case ReduceOp::kLast:
+      return "last";
+    case ReduceOp::kNanFirst:
+      return "nanfirst";
+    case ReduceOp::kNanLast:
+      return "nanlast";
   }
   return "unknown";
 }
@@ -55,6 +81,38 @@ Shape ReductionKernel::StateShape(std::span<const Index> in_shape,
   shape.push_back(state_width_);
   return shape;
 }
+
+namespace {
+
+bool IsNanAware(ReduceOp op) { return op >= ReduceOp::kNanSum && op <= ReduceOp::kNanArgmax; }
+
+// The reduction a NaN-aware op is for inputs without NaN.
+ReduceOp PlainOf(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kNanSum:
+      return ReduceOp::kSum;
+    case ReduceOp::kNanProd:
+      return ReduceOp::kProd;
+    case ReduceOp::kNanMin:
+      return ReduceOp::kMin;
+    case ReduceOp::kNanMax:
+      return ReduceOp::kMax;
+    case ReduceOp::kNanMean:
+      return ReduceOp::kMean;
+    case ReduceOp::kNanVar:
+      return ReduceOp::kVar;
+    case ReduceOp::kNanStd:
+      return ReduceOp::kStd;
+    case ReduceOp::kNanArgmin:
+      return ReduceOp::kArgmin;
+    case ReduceOp::kNanArgmax:
+      return ReduceOp::kArgmax;
+    default:
+      return op;
+  }
+}
+
+}  // namespace
 
 Result<std::shared_ptr<const ReductionKernel>> MakeReductionKernel(ReduceOp op, DType input,
                                                                    ReductionOptions options) {
@@ -85,6 +143,26 @@ Result<std::shared_ptr<const ReductionKernel>> MakeReductionKernel(ReduceOp op, 
     case ReduceOp::kArgmax:
       if (input.is_complex()) return undefined("complex numbers are not ordered");
       return MakeArgKernel(op, input);
+    case ReduceOp::kFirst:
+    case ReduceOp::kLast:
+    case ReduceOp::kNanFirst:
+    case ReduceOp::kNanLast:
+      return MakePositionalKernel(op, input, options.ddof);
+    default:
+      break;
+  }
+  if (IsNanAware(op)) {
+    const bool floating = input.is_float() || input.is_complex();
+    // Integers and bools have no NaN: the plain reduction.
+    if (!floating) return MakeReductionKernel(PlainOf(op), input, options);
+    const bool complex_ok =
+        op == ReduceOp::kNanSum || op == ReduceOp::kNanProd || op == ReduceOp::kNanMean;
+    if (input.is_complex() && !complex_ok) {
+      return undefined(op == ReduceOp::kNanVar || op == ReduceOp::kNanStd
+                           ? "only real numbers have a variance here"
+                           : "complex numbers are not ordered");
+    }
+    return MakeNanKernel(op, input, options.ddof);
   }
   return InvalidArgumentError("unknown reduction op " + std::to_string(static_cast<int>(op)));
 }
@@ -96,14 +174,125 @@ bool GroupReduceSupported(ReduceOp op) {
     case ReduceOp::kMin:
     case ReduceOp::kMax:
     case ReduceOp::kCount:
+    case ReduceOp::kVar:
+    case ReduceOp::kStd:
+    case ReduceOp::kArgmin:
+    case ReduceOp::kArgmax:
+    case ReduceOp::kFirst:
+    case ReduceOp::kLast:
+    case ReduceOp::kNanSum:
+    case ReduceOp::kNanMean:
+    case ReduceOp::kNanMin:
+    case ReduceOp::kNanMax:
+    case ReduceOp::kNanVar:
+    case ReduceOp::kNanStd:
+    case ReduceOp::kNanArgmin:
+    case ReduceOp::kNanArgmax:
+    case ReduceOp::kNanFirst:
+    case ReduceOp::kNanLast:
       return true;
     default:
       return false;
   }
 }
 
+Result<std::shared_ptr<const ReductionKernel>> MakeGroupReductionKernel(ReduceOp op, DType input,
+                                                                        bool skip_nan,
+                                                                        ReductionOptions options) {
+  using namespace internal_reduction;  // NOLINT
+  if (!GroupReduceSupported(op)) {
+    return InvalidArgumentError(std::string("group-by ") + std::string(ReduceOpName(op)) +
+                                " is not supported");
+  }
+  const bool floating = input.is_float() || input.is_complex();
+  if (input.is_complex()) {
+    // Refused under the caller's name (min, not the nanmin skipna maps it to).
+    switch (op) {
+      case ReduceOp::kMin:
+      case ReduceOp::kMax:
+      case ReduceOp::kArgmin:
+      case ReduceOp::kArgmax:
+      case ReduceOp::kNanMin:
+      case ReduceOp::kNanMax:
+      case ReduceOp::kNanArgmin:
+      case ReduceOp::kNanArgmax:
+        return InvalidArgumentError(std::string(ReduceOpName(op)) + " is not defined for " +
+                                    std::string(input.name()) +
+                                    " input (complex numbers are not ordered)");
+      case ReduceOp::kVar:
+      case ReduceOp::kStd:
+      case ReduceOp::kNanVar:
+      case ReduceOp::kNanStd:
+        return InvalidArgumentError(std::string(ReduceOpName(op)) + " is not defined for " +
+                                    std::string(input.name()) +
+                                    " input (only real numbers have a variance here)");
+      default:
+        break;
+    }
+  }
+  // An explicitly NaN-aware op skips NaN whatever skip_nan says.
+  if (IsNanAware(op)) {
+    op = PlainOf(op);
+    skip_nan = true;
+  }
+  if (op == ReduceOp::kNanFirst || op == ReduceOp::kNanLast) {
+    op = op == ReduceOp::kNanFirst ? ReduceOp::kFirst : ReduceOp::kLast;
+    skip_nan = true;
+  }
+  if (skip_nan && floating) {
+    switch (op) {
+      case ReduceOp::kSum:
+        op = ReduceOp::kNanSum;
+        break;
+      case ReduceOp::kMean:
+        op = ReduceOp::kNanMean;
+        break;
+      case ReduceOp::kMin:
+        op = ReduceOp::kNanMin;
+        break;
+      case ReduceOp::kMax:
+        op = ReduceOp::kNanMax;
+        break;
+      case ReduceOp::kVar:
+        op = ReduceOp::kNanVar;
+        break;
+      case ReduceOp::kStd:
+        op = ReduceOp::kNanStd;
+        break;
+      case ReduceOp::kArgmin:
+        op = ReduceOp::kNanArgmin;
+        break;
+      case ReduceOp::kArgmax:
+        op = ReduceOp::kNanArgmax;
+        break;
+      case ReduceOp::kFirst:
+        op = ReduceOp::kNanFirst;
+        break;
+      case ReduceOp::kLast:
+        op = ReduceOp::kNanLast;
+        break;
+      default:
+        break;  // count already skips NaN
+    }
+  }
+  switch (op) {
+    case ReduceOp::kVar:
+    case ReduceOp::kStd:
+    case ReduceOp::kArgmin:
+    case ReduceOp::kArgmax:
+      if (input.is_complex()) {
+        return InvalidArgumentError(std::string("group-by ") + std::string(ReduceOpName(op)) +
+                                    " is not defined for " + std::string(input.name()));
+      }
+      return MakePositionalKernel(op, input, options.ddof);
+    default:
+      return MakeReductionKernel(op, input, options);
+  }
+}
+
 void GroupPartial(const ReductionKernel& kernel, const ConstArrayView& in, int axis,
-                  std::span<const int64_t> labels, Index num_groups, const ArrayView& state) {
+                  std::span<const int64_t> labels, Index num_groups, const ArrayView& state,
+                  Index axis_origin) {
   STRATA_CHECK(GroupReduceSupported(kernel.op()))
       << "group-by " << ReduceOpName(kernel.op()) << " is not supported";
   const auto* impl = dynamic_cast<const internal_reduction::KernelBase*>(&kernel);
@@ -120,7 +309,7 @@ void GroupPartial(const ReductionKernel& kernel, const ConstArrayView& in, int a
   STRATA_CHECK(state.dtype() == kernel.state_dtype() && state.shape() == expected)
       << "group state " << ShapeToString(state.shape()) << " " << state.dtype().name()
       << ", expected " << ShapeToString(expected) << " " << kernel.state_dtype().name();
-  impl->GroupPartialImpl(in, axis, labels, num_groups, state);
+  impl->GroupPartialAt(in, axis, labels, num_groups, state, axis_origin);
 }
 
 namespace internal_reduction {

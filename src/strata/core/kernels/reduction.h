@@ -25,11 +25,19 @@
 
 namespace strata {
 
+// clang-format off
 enum class ReduceOp {
   kSum, kProd, kMin, kMax, kMean, kVar, kStd, kAll, kAny, kArgmin, kArgmax, kCountNonzero,
   // Number of elements that are not NaN (int64); group-by's "count".
   kCount,
+  // NaN-aware (numpy's nan* functions): NaN elements are skipped. For bool
+  // and integer inputs they are the plain reductions.
+  kNanSum, kNanProd, kNanMin, kNanMax, kNanMean, kNanVar, kNanStd, kNanArgmin, kNanArgmax,
+  // The element at the first / last position (positions as argmin's); the
+  // Nan variants skip NaN. Group-by's first and last.
+  kFirst, kLast, kNanFirst, kNanLast,
 };
+// clang-format on
 
 std::string_view ReduceOpName(ReduceOp op);
 
@@ -111,9 +119,20 @@ Result<std::shared_ptr<const ReductionKernel>> MakeReductionKernel(ReduceOp op, 
 // Finalize(out) gives (1, *G), G being in's shape with `axis` replaced by
 // num_groups. Empty groups finalize as empty states do (see Finalize): sum 0,
 // count 0, mean NaN, min/max NaN for floats and the identity for integers.
+//
+// Group-by kernels come from MakeGroupReductionKernel, which also covers ops
+// whose plain kernel has no group-by (var, std, argmin, argmax, first, last)
+// and maps `skip_nan` onto the NaN-aware ops for float and complex inputs.
+// argmin/argmax/first/last record positions along `axis` of the whole array:
+// `axis_origin` is the position of in's first element along it. Empty (or
+// all-NaN, skipping) groups finalize to -1 for argmin/argmax, NaN for
+// first/last of floats and var/std, 0 for first/last of other dtypes.
 bool GroupReduceSupported(ReduceOp op);
+Result<std::shared_ptr<const ReductionKernel>> MakeGroupReductionKernel(
+    ReduceOp op, DType input, bool skip_nan, ReductionOptions options = {});
 void GroupPartial(const ReductionKernel& kernel, const ConstArrayView& in, int axis,
-                  std::span<const int64_t> labels, Index num_groups, const ArrayView& state);
+                  std::span<const int64_t> labels, Index num_groups, const ArrayView& state,
+                  Index axis_origin = 0);
 
 }  // namespace strata
 

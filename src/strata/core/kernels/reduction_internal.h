@@ -463,6 +463,12 @@ class KernelBase : public ReductionKernel {
   // The body of GroupPartial (arguments already checked).
   virtual void GroupPartialImpl(const ConstArrayView& in, int axis, std::span<const int64_t> labels,
                                 Index num_groups, const ArrayView& state) const;
+  // Same, for kernels that record positions along `axis` (first element at
+  // `axis_origin`); the others ignore it.
+  virtual void GroupPartialAt(const ConstArrayView& in, int axis, std::span<const int64_t> labels,
+                              Index num_groups, const ArrayView& state, Index axis_origin) const {
+    GroupPartialImpl(in, axis, labels, num_groups, state);
+  }
 
  protected:
   void CheckPartial(const ConstArrayView& in, std::span<const int> axes,
@@ -602,6 +608,11 @@ std::shared_ptr<const ReductionKernel> MakeLogicalKernel(ReduceOp op, DType inpu
 std::shared_ptr<const ReductionKernel> MakeMinMaxKernel(ReduceOp op, DType input);
 std::shared_ptr<const ReductionKernel> MakeMomentsKernel(ReduceOp op, DType input, int ddof);
 std::shared_ptr<const ReductionKernel> MakeArgKernel(ReduceOp op, DType input);
+// reduction_nan.cc: the NaN-aware ops for float (and, for nansum, nanprod
+// and nanmean, complex) input; and first/last of any dtype, argmin/argmax
+// and var/std with group-by support (MakeGroupReductionKernel).
+std::shared_ptr<const ReductionKernel> MakeNanKernel(ReduceOp op, DType input, int ddof);
+std::shared_ptr<const ReductionKernel> MakePositionalKernel(ReduceOp op, DType input, int ddof);
 
 }  // namespace strata::internal_reduction
 
