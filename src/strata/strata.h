@@ -319,6 +319,7 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 #include "strata/api/creation_extras.h"
 #include "strata/api/dtype_info.h"
 #include "strata/api/groupby_extras.h"
+#include "strata/api/manipulation_extras.h"
 #include "strata/api/math_extras.h"
 #include "strata/api/nan_reductions.h"
 
