@@ -138,6 +138,10 @@ struct Node {
   // kRechunk: the smallest stored chunk worth a stage (-1: the planner's
   // default, max_mem / 20).
   int64_t rechunk_min_mem = -1;
+  // Never computed inside its consumer's tasks: several consumer tasks read
+  // each of its blocks, and fusing would repeat the reads of its inputs (a
+  // pointwise selection's sorted points, read back in the caller's order).
+  bool keep_materialized = false;
   // Scratch memory a task of this op needs beyond its inputs and output.
   int64_t extra_mem = 0;
   // Non-empty: this op's function can run only in the calling process (it
