@@ -240,7 +240,8 @@ struct IndexItem {
   IndexItem(int i) : kind(Kind::kInteger), integer(i) {}    // NOLINT
   IndexItem(Slice s) : kind(Kind::kSlice), slice(s) {}      // NOLINT
 };
-// x[items...]; missing trailing items select everything.
+// x[items...]; missing trailing items select everything. Integer and boolean
+// array indices, Ellipsis and newaxis: index() in api/advanced_indexing.h.
 Array getitem(const Array& x, std::vector<IndexItem> items);
 // x.take(indices, axis): the elements at `indices` along one axis.
 Array take(const Array& x, std::vector<Index> indices, int axis);
@@ -316,6 +317,7 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 
 // The rest of the API, one header per theme (each may use the declarations
 // above, so they come last).
+#include "strata/api/advanced_indexing.h"
 #include "strata/api/creation_extras.h"
 #include "strata/api/dtype_info.h"
 #include "strata/api/groupby_extras.h"
