@@ -324,5 +324,9 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 #include "strata/api/manipulation_extras.h"
 #include "strata/api/math_extras.h"
 #include "strata/api/nan_reductions.h"
+#include "strata/api/scans.h"
+#include "strata/api/searching.h"
+#include "strata/api/set_functions.h"
+#include "strata/api/sorting.h"
 
 #endif  // STRATA_STRATA_H_
