@@ -1,0 +1,305 @@
+// pad, map_overlap and apply_gufunc against numpy: every pad mode (widths
+// larger than the axis included), map_overlap's boundaries with depths
+// smaller and larger than a block, and gufunc signatures with broadcast loop
+// dimensions and chunked core dimensions.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "strata/api/numpy_oracle.h"
+#include "strata/api/test_util.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::Chunkings;
+using testing_util::Compute;
+using testing_util::ExpectArrayNear;
+using testing_util::NumpyOracle;
+using testing_util::RandomHost;
+using testing_util::SmallSpec;
+
+NDArray Copy(const NDArray& a) { return *NDArray::CopyOf(*MemoryPool::Default(), a.view()); }
+Array Lazy(const NDArray& a, Shape chunks) {
+  return asarray(Copy(a), std::move(chunks), SmallSpec());
+}
+
+TEST(PadTest, AgainstNumpy) {
+  NumpyOracle np;
+  // Periodic wrap. numpy's mode='wrap' agrees while the widths are at most
+  // the axis; past that it pads one side from the other side's padding
+  // (np.pad(np.arange(5), (7, 3), 'wrap') starts 1 2 0 ...), where Strata
+  // keeps wrapping around the array (3 4 0 ...).
+  np.Prelude(R"PY(
+def _wrap(a, widths):
+    w = np.broadcast_to(np.asarray(widths), (a.ndim, 2))
+    for ax in range(a.ndim):
+        n = a.shape[ax]
+        a = np.take(a, np.arange(-w[ax][0], n + w[ax][1]) % n, axis=ax)
+    return a
+)PY");
+  struct Case {
+    std::string what;
+    Array got;
+    int id;
+  };
+  std::vector<Case> cases;
+  const std::vector<std::pair<PadMode, const char*>> modes = {{PadMode::kConstant, "constant"},
+                                                              {PadMode::kEdge, "edge"},
+                                                              {PadMode::kReflect, "reflect"},
+                                                              {PadMode::kSymmetric, "symmetric"},
+                                                              {PadMode::kWrap, "wrap"}};
+  uint32_t seed = 1;
+  for (const Shape& shape : std::vector<Shape>{{1}, {5}, {4, 6}, {3, 2, 4}}) {
+    const NDArray h = RandomHost(DTypeId::kFloat64, shape, seed++);
+    for (const Shape& chunks : Chunkings(shape, seed++, 1)) {
+      for (auto [mode, name] : modes) {
+        for (auto widths : std::vector<std::vector<std::pair<Index, Index>>>{
+                 {{1, 2}}, {{0, 0}}, {{7, 3}}, {{2, 0}, {0, 5}, {1, 1}}}) {
+          if (widths.size() > 1 && widths.size() != shape.size()) continue;
+          std::string w = "(";
+          for (auto [b, a] : widths) w += "(" + std::to_string(b) + "," + std::to_string(a) + "),";
+          w += ")";
+          if (widths.size() == 1)
+            w = "(" + std::to_string(widths[0].first) + "," + std::to_string(widths[0].second) +
+                ")";
+          Array got = pad(Lazy(h, chunks), widths, mode, Scalar(-9.5));
+          std::string extra = mode == PadMode::kConstant ? ", constant_values=-9.5" : "";
+          const std::string expr = mode == PadMode::kWrap
+                                       ? "_wrap(a, " + w + ")"
+                                       : "np.pad(a, " + w + ", mode='" + name + "'" + extra + ")";
+          cases.push_back({std::string(name) + " " + w + " " + ShapeToString(shape) + " chunks " +
+                               ShapeToString(chunks),
+                           got, np.Add(expr, {&h})});
+        }
+      }
+    }
+  }
+  // Integers and bools keep their dtype; the constant is cast.
+  const NDArray hi = RandomHost(DTypeId::kInt16, {5, 3}, 9);
+  cases.push_back({"int16 constant", pad(Lazy(hi, {2, 2}), {{1, 1}}, PadMode::kConstant, Scalar(7)),
+                   np.Add("np.pad(a, 1, constant_values=7)", {&hi})});
+  np.Run();
+  for (Case& c : cases) {
+    ASSERT_TRUE(c.got.ok()) << c.what << ": " << c.got.status().ToString();
+    ExpectArrayNear(Compute(c.got), np.First(c.id), 0, 0, c.what + " = " + np.expr(c.id));
+  }
+  Array x = random::random({0, 3}, {1, 3}, 1, SmallSpec());
+  EXPECT_FALSE(pad(x, {{1, 1}}, PadMode::kEdge).ok());
+  EXPECT_TRUE(pad(x, {{1, 1}}, PadMode::kConstant).ok());
+  EXPECT_FALSE(pad(x, {{-1, 1}}).ok());
+  EXPECT_FALSE(pad(x, {{1, 1}, {1, 1}, {1, 1}}).ok());
+  // A padded block reads only its neighbours: edge pads read the edge blocks.
+  Array big = pad(random::random({100}, {10}, 1, SmallSpec()), {{3, 3}}, PadMode::kReflect);
+  ASSERT_TRUE(big.ok());
+  for (Index j = 0; j < big.chunks().grid_shape()[0]; ++j) {
+    EXPECT_LE(big.node()->maps[0].axes[0].InputsFor(j).size(), 1u);
+  }
+}
+
+// A 3 x 3 mean over the extended block (elements without a full
+// neighbourhood in it are copied).
+Result<NDArray> Mean3x3(std::span<const ConstArrayView> blocks, const BlockInfo&,
+                        MemoryPool& pool) {
+  const ConstArrayView& e = blocks[0];
+  NDArray in = *NDArray::CopyOf(pool, e);
+  STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::CopyOf(pool, e));
+  const Index n = e.shape()[0], m = e.shape()[1];
+  const double* a = in.data_as<double>();
+  double* o = out.data_as<double>();
+  for (Index i = 1; i + 1 < n; ++i) {
+    for (Index j = 1; j + 1 < m; ++j) {
+      double s = 0;
+      for (Index di = -1; di <= 1; ++di) {
+        for (Index dj = -1; dj <= 1; ++dj) s += a[(i + di) * m + j + dj];
+      }
+      o[i * m + j] = s / 9;
+    }
+  }
+  return out;
+}
+
+constexpr const char* kOverlapPrelude = R"PY(
+def _mean3(a, mode, c=0.0):
+    if mode == 'none':
+        out = a.copy()
+        p = a
+        n, m = a.shape
+        for i in range(1, n - 1):
+            for j in range(1, m - 1):
+                out[i, j] = p[i-1:i+2, j-1:j+2].sum() / 9
+        return out
+    p = np.pad(a, 1, mode=mode, constant_values=c) if mode == 'constant' else np.pad(a, 1, mode=mode)
+    n, m = a.shape
+    out = np.empty_like(a)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = p[i:i+3, j:j+3].sum() / 9
+    return out
+)PY";
+
+TEST(MapOverlapTest, AgainstNumpy) {
+  NumpyOracle np;
+  np.Prelude(kOverlapPrelude);
+  struct Case {
+    std::string what;
+    Array got;
+    int id;
+  };
+  std::vector<Case> cases;
+  const std::vector<std::pair<Boundary, const char*>> boundaries = {
+      {Boundary::kNone, "none"},
+      {Boundary::kConstant, "constant"},
+      {Boundary::kNearest, "edge"},
+      {Boundary::kReflect, "symmetric"},
+      {Boundary::kPeriodic, "wrap"}};
+  const NDArray h = RandomHost(DTypeId::kFloat64, {9, 8}, 3);
+  for (const Shape& chunks : std::vector<Shape>{{9, 8}, {3, 4}, {2, 3}, {4, 1}}) {
+    for (auto [b, name] : boundaries) {
+      OverlapOptions o;
+      o.depth = {1};
+      o.boundary = {b};
+      o.constant_value = Scalar(0.5);
+      // kNone: no halo past the array's edges, so the edge elements are
+      // copied (as _mean3's 'none' does) and the rest sees its neighbours.
+      Array got = map_overlap(Mean3x3, Lazy(h, chunks), DTypeId::kFloat64, o);
+      cases.push_back({std::string(name) + " chunks " + ShapeToString(chunks), got,
+                       np.Add(std::string("_mean3(a, '") + name + "', 0.5)", {&h})});
+    }
+  }
+  // A depth larger than a block: the halo comes from several blocks.
+  OverlapOptions deep;
+  deep.depth = {3, 1};
+  deep.boundary = {Boundary::kPeriodic};
+  Array deep_got = map_overlap(Mean3x3, Lazy(h, {2, 2}), DTypeId::kFloat64, deep);
+  cases.push_back({"depth 3 periodic", deep_got, np.Add("_mean3(a, 'wrap')", {&h})});
+  np.Run();
+  for (Case& c : cases) {
+    ASSERT_TRUE(c.got.ok()) << c.what << ": " << c.got.status().ToString();
+    ExpectArrayNear(Compute(c.got), np.First(c.id), 1e-12, 1e-12, c.what);
+    EXPECT_EQ(c.got.shape(), Shape({9, 8}));
+  }
+  // trim = false keeps the extended blocks.
+  OverlapOptions keep;
+  keep.depth = {1, 2};
+  keep.boundary = {Boundary::kNone};
+  keep.trim = false;
+  Array ext = map_overlap([](std::span<const ConstArrayView> b, const BlockInfo&,
+                             MemoryPool& pool) { return NDArray::CopyOf(pool, b[0]); },
+                          Lazy(h, {3, 4}), DTypeId::kFloat64, keep);
+  ASSERT_TRUE(ext.ok()) << ext.status().ToString();
+  EXPECT_EQ(ext.chunks().AxisChunkSizes(0), (std::vector<Index>{4, 5, 4}));
+  EXPECT_EQ(ext.chunks().AxisChunkSizes(1), (std::vector<Index>{6, 6}));
+  // A function returning the wrong shape is named with its block.
+  OverlapOptions o;
+  o.depth = {1};
+  Array wrong = map_overlap(
+      [](std::span<const ConstArrayView> b, const BlockInfo&, MemoryPool& pool) {
+        return NDArray::Zeros(pool, DTypeId::kFloat64, {1, 1});
+      },
+      Lazy(h, {3, 4}), DTypeId::kFloat64, o);
+  Result<NDArray> r = compute(wrong);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("the block with its halo"), std::string::npos)
+      << r.status().message();
+  o.depth = {-1};
+  EXPECT_FALSE(map_overlap(Mean3x3, Lazy(h, {3, 4}), DTypeId::kFloat64, o).ok());
+}
+
+TEST(GufuncTest, AgainstNumpy) {
+  NumpyOracle np;
+  struct Case {
+    std::string what;
+    Array got;
+    int id;
+  };
+  std::vector<Case> cases;
+  const NDArray a = RandomHost(DTypeId::kFloat64, {4, 5, 6}, 1);
+  const NDArray v = RandomHost(DTypeId::kFloat64, {6}, 2);
+  const NDArray m = RandomHost(DTypeId::kFloat64, {4, 1, 6}, 3);
+  // "(t)->()": the mean of each row.
+  auto mean = [](std::span<const ConstArrayView> in, const BlockInfo& info,
+                 MemoryPool& pool) -> Result<NDArray> {
+    STRATA_ASSIGN_OR_RETURN(NDArray out,
+                            NDArray::Allocate(pool, DTypeId::kFloat64, info.box.shape));
+    NDArray x = *NDArray::CopyOf(pool, in[0]);
+    const Index t = x.shape().back();
+    for (Index i = 0; i < out.num_elements(); ++i) {
+      double s = 0;
+      for (Index k = 0; k < t; ++k) s += x.data_as<double>()[i * t + k];
+      out.data_as<double>()[i] = s / t;
+    }
+    return out;
+  };
+  // "(i),(i)->()": dot products, with broadcasting of the loop dimensions.
+  auto dot = [](std::span<const ConstArrayView> in, const BlockInfo& info,
+                MemoryPool& pool) -> Result<NDArray> {
+    STRATA_ASSIGN_OR_RETURN(NDArray out,
+                            NDArray::Allocate(pool, DTypeId::kFloat64, info.box.shape));
+    NDArray x = *NDArray::CopyOf(pool, in[0]);
+    NDArray y = *NDArray::CopyOf(pool, in[1]);
+    const Index n = x.shape().back();
+    for (Index i = 0; i < out.num_elements(); ++i) {
+      double s = 0;
+      for (Index k = 0; k < n; ++k)
+        s += x.data_as<double>()[i * n + k] * y.data_as<double>()[i * n + k];
+      out.data_as<double>()[i] = s;
+    }
+    return out;
+  };
+  for (const Shape& chunks : Chunkings({4, 5, 6}, 4, 2)) {
+    cases.push_back({"mean " + ShapeToString(chunks),
+                     apply_gufunc(mean, "(t)->()", {Lazy(a, chunks)}, DTypeId::kFloat64),
+                     np.Add("a.mean(axis=-1)", {&a})});
+    cases.push_back(
+        {"dot " + ShapeToString(chunks),
+         apply_gufunc(dot, "(i),(i)->()", {Lazy(a, chunks), Lazy(v, {4})}, DTypeId::kFloat64),
+         np.Add("(a * b).sum(axis=-1)", {&a, &v})});
+    cases.push_back({"dot broadcast " + ShapeToString(chunks),
+                     apply_gufunc(dot, "(i), (i) -> ()", {Lazy(m, {2, 1, 3}), Lazy(a, chunks)},
+                                  DTypeId::kFloat64),
+                     np.Add("(a * b).sum(axis=-1)", {&m, &a})});
+  }
+  // A new output dimension.
+  auto twice = [](std::span<const ConstArrayView> in, const BlockInfo& info,
+                  MemoryPool& pool) -> Result<NDArray> {
+    STRATA_ASSIGN_OR_RETURN(NDArray out,
+                            NDArray::Allocate(pool, DTypeId::kFloat64, info.box.shape));
+    NDArray x = *NDArray::CopyOf(pool, in[0]);
+    for (Index i = 0; i < x.num_elements(); ++i) {
+      out.data_as<double>()[2 * i] = x.data_as<double>()[i];
+      out.data_as<double>()[2 * i + 1] = -x.data_as<double>()[i];
+    }
+    return out;
+  };
+  cases.push_back(
+      {"new output dim",
+       apply_gufunc(twice, "()->(k)", {Lazy(a, {2, 2, 2})}, DTypeId::kFloat64, {{"k", 2}}),
+       np.Add("np.stack([a, -a], axis=-1)", {&a})});
+  np.Run();
+  for (Case& c : cases) {
+    ASSERT_TRUE(c.got.ok()) << c.what << ": " << c.got.status().ToString();
+    ExpectArrayNear(Compute(c.got), np.First(c.id), 1e-12, 1e-12, c.what);
+  }
+  auto invalid = [](const Array& x, const std::string& text) {
+    ASSERT_FALSE(x.ok());
+    EXPECT_NE(x.status().message().find(text), std::string::npos) << x.status().message();
+  };
+  Array x = Lazy(a, {2, 2, 2});
+  invalid(apply_gufunc(mean, "(t)", {x}, DTypeId::kFloat64), "no '->'");
+  invalid(apply_gufunc(mean, "(t->()", {x}, DTypeId::kFloat64), "malformed");
+  invalid(apply_gufunc(mean, "(t),(t)->()", {x}, DTypeId::kFloat64), "2 inputs, 1 arrays");
+  invalid(apply_gufunc(dot, "(i),(i)->()", {x, Lazy(RandomHost(DTypeId::kFloat64, {5}, 1), {5})},
+                       DTypeId::kFloat64),
+          "core dimension 'i' has sizes 6 and 5");
+  invalid(apply_gufunc(mean, "(t)->(k)", {x}, DTypeId::kFloat64), "output dimension 'k'");
+  invalid(apply_gufunc(mean, "(a,b,c,d)->()", {x}, DTypeId::kFloat64), "fewer axes");
+  Result<NDArray> bad = compute(apply_gufunc(twice, "(t)->()", {x}, DTypeId::kFloat64));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("apply_gufunc"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
