@@ -18,14 +18,20 @@ from ._core import DTYPES as _DTYPES
 from ._array import Array
 from ._spec import Spec
 from ._creation import (arange, asarray, empty, empty_like, eye, from_array,  # noqa: F401
-                        from_dlpack, full, full_like, linspace, ones, ones_like, zeros,
-                        zeros_like)
+                        from_dlpack, full, full_like, linspace, ones, ones_like, tril, triu,
+                        zeros, zeros_like)
 from ._functions import (all, any, argmax, argmin, astype, broadcast_arrays,  # noqa: F401
                          broadcast_to, clip, concat, concatenate, count_nonzero, expand_dims,
                          flip, groupby_reduce, matmul, matrix_transpose, max, mean, meshgrid,
                          min, permute_dims, prod, rechunk, reshape, squeeze, stack, std, sum,
                          take, tensordot, var, vecdot, where)
 from ._functions import elementwise_functions as _elementwise_functions
+from ._extras import (argsort, broadcast_shapes, cumprod, cumsum,  # noqa: F401
+                      cumulative_prod, cumulative_sum, diff, isin, moveaxis, nanargmax,
+                      nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod,
+                      nanstd, nansum, nanvar, nonzero, pad, repeat, roll, searchsorted, sort,
+                      take_along_axis, tile, unique_all, unique_counts, unique_inverse,
+                      unique_values, unstack)
 from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
 from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401

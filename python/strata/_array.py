@@ -277,6 +277,12 @@ class Array:
         from ._indexing import getitem
         return getitem(self, key)
 
+    @property
+    def vindex(self):
+        """Pointwise selection, as Dask's: x.vindex[ilat, ilon]."""
+        from ._indexing import VIndexer
+        return VIndexer(self)
+
     # ------------------------------------------------- conversions (they compute)
     def compute(self, **kwargs):
         """Runs the plan; returns a numpy array over the engine's buffer."""

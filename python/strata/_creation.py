@@ -1,5 +1,6 @@
 """Creation functions: the Array API's, with Cubed's `chunks=` and `spec=`."""
 import numbers
+import operator
 import os
 
 import numpy as np
@@ -53,35 +54,67 @@ def full(shape, fill_value, *, dtype=None, device=None, chunks="auto", spec=None
                               None if dtype is None else dtype_name(dtype), spec_arg(spec)))
 
 
-def _like(x, what):
+def _like_fill(fill_value, what):
+    """fill_value as a Python scalar (numpy scalars and 0-d Arrays too)."""
+    if isinstance(fill_value, Array):
+        if fill_value.ndim != 0:
+            raise ValueError(f"{what}: fill_value must be a scalar")
+        fill_value = fill_value.compute().item()
+    if isinstance(fill_value, np.generic):
+        fill_value = fill_value.item()
+    if not _core.is_python_scalar(fill_value):
+        raise TypeError(f"{what}: fill_value must be a bool, int, float or complex, "
+                        f"got {type(fill_value).__name__}")
+    return fill_value
+
+
+def _like(what, x, fill_value, dtype, device, chunks, spec):
+    """The engine's *_like (api/creation_extras.h): x's shape, dtype unless
+    given, and chunks (x's exact grid unless given), as Dask's. With a spec
+    other than x's, the same constant array is made under that spec."""
+    _check_device(device)
     if not isinstance(x, Array):
         raise TypeError(f"{what}: expected a strata.Array, got {type(x).__name__}")
-    return x
+    name = None if dtype is None else dtype_name(dtype, what)
+    if spec is not None:
+        return full(x.shape, fill_value, dtype=name or x.dtype, chunks=chunks or x.chunks,
+                    spec=spec)
+    c = None if chunks is None else chunks_arg(chunks, x.ndim)
+    if what == "full_like":
+        return _wrap(_strata.full_like(x._h, fill_value, name, c))
+    return _wrap(getattr(_strata, what)(x._h, name, c))
 
 
 def zeros_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
     """zeros with x's shape, dtype (unless given), chunks and spec, as Dask's."""
-    x = _like(x, "zeros_like")
-    return zeros(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
-                 spec=spec or x.spec)
+    return _like("zeros_like", x, 0, dtype, device, chunks, spec)
 
 
 def ones_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
-    x = _like(x, "ones_like")
-    return ones(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
-                spec=spec or x.spec)
+    return _like("ones_like", x, 1, dtype, device, chunks, spec)
 
 
 def empty_like(x, /, *, dtype=None, device=None, chunks=None, spec=None):
-    x = _like(x, "empty_like")
-    return empty(x.shape, dtype=dtype or x.dtype, device=device, chunks=chunks or x.chunks,
-                 spec=spec or x.spec)
+    return _like("empty_like", x, 0, dtype, device, chunks, spec)
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None, chunks=None, spec=None):
-    x = _like(x, "full_like")
-    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device,
-                chunks=chunks or x.chunks, spec=spec or x.spec)
+    return _like("full_like", x, _like_fill(fill_value, "full_like"), dtype, device, chunks,
+                 spec)
+
+
+def tril(x, /, *, k=0):
+    """The lower triangle of the last two axes (elements above diagonal k are 0)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"tril: expected a strata.Array, got {type(x).__name__}")
+    return _wrap(_strata.tril(x._h, operator.index(k)))
+
+
+def triu(x, /, *, k=0):
+    """The upper triangle of the last two axes (elements below diagonal k are 0)."""
+    if not isinstance(x, Array):
+        raise TypeError(f"triu: expected a strata.Array, got {type(x).__name__}")
+    return _wrap(_strata.triu(x._h, operator.index(k)))
 
 
 def _real(v, what):
@@ -192,12 +225,18 @@ def from_array(x, chunks="auto", spec=None):
     return asarray(x, chunks=chunks, spec=spec)
 
 
-def from_dlpack(x, /):
+def from_dlpack(x, /, *, chunks="auto", spec=None):
     """An object with __dlpack__ (a numpy array, a computed result) as an
-    Array, through numpy's zero-copy from_dlpack."""
+    Array without a copy: numpy's from_dlpack, then the engine's
+    from_external, which views C-ordered memory in place and gathers strided
+    memory (a transposed or sliced view) per block."""
     if isinstance(x, Array):
         return x
-    return asarray(np.from_dlpack(x))
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__")
+    a = np.from_dlpack(x)
+    dtype_name(a.dtype, "from_dlpack")
+    return _wrap(_strata.from_external(a, chunks_arg(chunks, a.ndim), spec_arg(spec)))
 
 
 def _path(p, what):

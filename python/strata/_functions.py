@@ -244,12 +244,7 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def matrix_transpose(x, /):
-    x = _array(x, "matrix_transpose")
-    if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, has {x.ndim}")
-    axes = list(range(x.ndim))
-    axes[-2], axes[-1] = axes[-1], axes[-2]
-    return _wrap(_strata.permute_dims(x._h, axes))
+    return _wrap(_strata.matrix_transpose(_array(x, "matrix_transpose")._h))
 
 
 # --------------------------------------------------------------- manipulation
@@ -278,56 +273,25 @@ def broadcast_to(x, /, shape):
 
 
 def broadcast_arrays(*arrays):
-    """The arrays broadcast against each other (lazy broadcast_to each)."""
+    """The arrays broadcast against each other, with common chunks (lazy)."""
     xs = [_array(a, "broadcast_arrays") for a in arrays]
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in xs))
-    except ValueError:
-        raise ValueError("broadcast_arrays: shapes " + ", ".join(str(a.shape) for a in xs) +
-                         " do not broadcast") from None
-    return [a if a.shape == shape else broadcast_to(a, shape) for a in xs]
+    return [_wrap(h) for h in _strata.broadcast_arrays([a._h for a in xs])]
 
 
 def meshgrid(*arrays, indexing="xy"):
-    """Coordinate grids from 1-D arrays (numpy's meshgrid), each a lazy
-    broadcast of one reshaped input: nothing is copied until computed."""
-    if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    """Coordinate grids from 1-D arrays (numpy's meshgrid): each output block
+    reads one block of one input; nothing is copied until computed."""
     xs = [_array(a, "meshgrid") for a in arrays]
-    for a in xs:
-        if a.ndim != 1:
-            raise ValueError(f"meshgrid: expected 1-D arrays, got shape {a.shape}")
-    if len({a.dtype for a in xs}) > 1:
-        raise ValueError("meshgrid: the arrays must have one dtype, got " +
-                         ", ".join(str(a.dtype) for a in xs))
-    n = len(xs)
-    pos = list(range(n))
-    if indexing == "xy" and n >= 2:
-        pos[0], pos[1] = 1, 0
-    shape = [0] * n
-    for a, p in zip(xs, pos):
-        shape[p] = a.shape[0]
-    out = []
-    for a, p in zip(xs, pos):
-        one = [1] * n
-        one[p] = a.shape[0]
-        out.append(broadcast_to(reshape(a, tuple(one)), tuple(shape)))
-    return out
+    if not isinstance(indexing, str):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    return [_wrap(h) for h in _strata.meshgrid([a._h for a in xs], indexing)]
 
 
 def vecdot(x1, x2, /, *, axis=-1):
     """The dot product of x1 and x2 along `axis` (of their broadcast shape),
     conjugating x1 when complex: a fused multiply and a sum."""
     a, b = _array(x1, "vecdot"), _array(x2, "vecdot")
-    a, b = broadcast_arrays(a, b)
-    ndim = a.ndim
-    ax = operator.index(axis)
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"vecdot: axis {axis} is out of range for shape {a.shape}")
-    if a.dtype.kind == "c":
-        a = _wrap(_strata.unary("conj", a._h))
-    prod = a * b
-    return sum(prod, axis=ax, dtype=prod.dtype)
+    return _wrap(_strata.vecdot(a._h, b._h, operator.index(axis)))
 
 
 def _arrays(arrays, what):
@@ -374,29 +338,61 @@ def rechunk(x, /, chunks):
 
 
 def take(x, indices, /, *, axis=None):
+    """numpy's take: the elements at `indices` (ints, a numpy array or a
+    strata Array, computed first) along `axis` (x flattened when None)."""
     x = _array(x, "take")
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError("take: axis is required for arrays of more than one dimension")
-        axis = 0
-    if isinstance(indices, Array):
-        indices = indices.compute()
-    idx = np.asarray(indices)
-    if idx.ndim != 1 or idx.dtype.kind not in "iu":
-        raise IndexError("take: indices must be a 1-d array of integers")
-    return _wrap(_strata.take(x._h, [int(i) for i in idx], operator.index(axis)))
+    if axis is None and x.ndim != 1:
+        raise ValueError("take: axis is required for arrays of more than one dimension")
+    idx = indices if isinstance(indices, Array) else _index_array(indices, "take")
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"take: indices must be integers, got {idx.dtype}")
+    return _wrap(_strata.take_array(x._h, idx._h, None if axis is None else
+                                    operator.index(axis)))
 
 
-def groupby_reduce(x, labels, /, *, axis, func="sum", num_groups=0):
-    """Reduces x along axis by integer group labels (Strata's group-by)."""
+def _index_array(v, what):
+    """A list or numpy array of indices (or a mask) as a strata Array."""
+    from ._creation import asarray
+    a = np.asarray(v)
+    if a.dtype.kind not in "iub":
+        if a.size == 0:
+            a = a.astype(np.int64)
+        else:
+            raise IndexError(f"{what}: index arrays must hold integers or bools, got {a.dtype}")
+    return asarray(a)
+
+
+_GROUPBY_FUNCS = {"sum", "mean", "count", "min", "max", "var", "std", "argmin", "argmax",
+                  "first", "last", "prod", "nansum", "nanmean", "nanmin", "nanmax", "nanvar",
+                  "nanstd", "nanargmin", "nanargmax", "nanfirst", "nanlast"}
+
+
+def groupby_reduce(x, labels, /, *, axis, func="sum", num_groups=0, skipna=None, ddof=0,
+                   split_every=None):
+    """Reduces x along axis by integer group labels (Strata's group-by,
+    flox's groupby_reduce): func one of sum, mean, count, min, max, var, std,
+    argmin, argmax, first, last (and nan* forms). skipna (default: True for
+    floats, as xarray) leaves NaN out of its group. labels: a 1-d integer
+    sequence, numpy array or strata Array (chunked; read beside x's blocks).
+    num_groups=0: the largest label + 1 (computed first for an Array)."""
     x = _array(x, "groupby_reduce")
+    if not isinstance(func, str) or func not in _GROUPBY_FUNCS:
+        raise ValueError(f"groupby_reduce: unknown func {func!r} (expected one of "
+                         f"{', '.join(sorted(_GROUPBY_FUNCS))})")
     if isinstance(labels, Array):
-        labels = labels.compute()
-    lab = np.asarray(labels)
-    if lab.ndim != 1 or lab.dtype.kind not in "iu":
-        raise TypeError("groupby_reduce: labels must be a 1-d array of integers")
-    return _wrap(_strata.groupby_reduce(x._h, [int(v) for v in lab], operator.index(axis),
-                                        func, int(num_groups)))
+        if labels.ndim != 1 or labels.dtype.kind not in "iu":
+            raise TypeError("groupby_reduce: labels must be a 1-d array of integers")
+        lab = labels._h
+    else:
+        a = np.asarray(labels)
+        if a.ndim != 1 or a.dtype.kind not in "iu":
+            raise TypeError("groupby_reduce: labels must be a 1-d array of integers")
+        lab = [int(v) for v in a]
+    if skipna is not None and not isinstance(skipna, (bool, np.bool_)):
+        raise TypeError(f"groupby_reduce: skipna must be a bool or None, got {skipna!r}")
+    return _wrap(_strata.groupby_reduce_ex(
+        x._h, lab, operator.index(axis), func, int(num_groups),
+        None if skipna is None else bool(skipna), operator.index(ddof), split_every or 0))
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("builtins", "operator",

@@ -1,5 +1,6 @@
 """x[key]: the key converted for the C++ subscript (integers, slices, None,
-Ellipsis) and take (one integer array along one axis)."""
+Ellipsis) or, with integer or boolean arrays in it, the C++ index()
+(api/advanced_indexing.h)."""
 import operator
 
 import numpy as np
@@ -20,46 +21,72 @@ def _term(k):
     return None  # an array index
 
 
-def getitem(x, key):
+def _terms(x, key, what):
+    """The key's terms for `_strata.subscript` (no arrays) or `_strata.index`
+    (arrays as strata Arrays: lists and numpy arrays are converted, integer
+    or bool)."""
+    from ._creation import asarray
     if not isinstance(key, tuple):
         key = (key,)
-    terms = []
-    array_axes = []
-    axis = 0
+    terms, has_array = [], False
     for k in key:
         t = _term(k)
         if t is None and k is not None:
-            if not isinstance(k, (Array, np.ndarray, list)):
-                raise IndexError(f"index: unsupported index type {type(k).__name__} "
-                                 "(integers, slices, None, ..., or one integer array)")
-            array_axes.append((len(terms), axis, k))
-            terms.append(slice(None))
-            axis += 1
+            if isinstance(k, Array):
+                a = k
+            elif isinstance(k, (np.ndarray, list)):
+                n = np.asarray(k)
+                if n.dtype.kind not in "iub":
+                    if n.size:
+                        raise IndexError(f"{what}: index arrays must hold integers or bools, "
+                                         f"got {n.dtype}")
+                    n = n.astype(np.int64)
+                a = asarray(n)
+            else:
+                raise IndexError(f"{what}: unsupported index type {type(k).__name__} "
+                                 "(integers, slices, None, ..., integer or boolean arrays)")
+            if a.dtype.kind not in "iub":
+                raise IndexError(f"{what}: index arrays must hold integers or bools, "
+                                 f"got {a.dtype}")
+            terms.append(a._h)
+            has_array = True
             continue
         if isinstance(t, slice):
             # Slice parts that are integer arrays or numpy ints: plain ints.
             t = slice(*(None if v is None else operator.index(v)
                         for v in (t.start, t.stop, t.step)))
         terms.append(t)
-        if t is not None and t is not Ellipsis:
-            axis += 1
-        elif t is Ellipsis:
-            axis = x.ndim - sum(1 for u in key[len(terms):] if u is not None and u is not Ellipsis)
-    if not array_axes:
-        return _wrap(_strata.subscript(x._h, tuple(terms)))
-    if len(array_axes) > 1 or Ellipsis in terms or None in terms:
-        raise IndexError("index: only one integer array index is supported, with slices "
-                         "on the other axes")
-    position, along, k = array_axes[0]
-    idx = k.compute() if isinstance(k, Array) else np.asarray(k)
-    if idx.dtype.kind == "b":
-        raise IndexError("index: boolean mask indexing is not supported yet")
-    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-        raise IndexError("index: an array index must be a 1-d array of integers")
-    base = _wrap(_strata.subscript(x._h, tuple(terms)))
-    # Integers before the array axis have dropped axes.
-    dropped = sum(1 for t in terms[:position] if isinstance(t, int))
-    return _wrap(_strata.take(base._h, [int(i) for i in idx], along - dropped))
+    return tuple(terms), has_array
+
+
+def getitem(x, key):
+    """x[key] with NumPy's semantics: integers, slices, None, Ellipsis,
+    integer arrays on several axes (broadcast together) and boolean masks
+    (counted first: the count is the shape). Only the blocks the indices
+    touch are read."""
+    terms, has_array = _terms(x, key, "index")
+    if not has_array:
+        return _wrap(_strata.subscript(x._h, terms))
+    return _wrap(_strata.index(x._h, terms))
+
+
+def vindex(x, key):
+    """Dask's x.vindex[key]: pointwise selection, the broadcast dimensions of
+    the array indices first."""
+    terms, _ = _terms(x, key, "vindex")
+    return _wrap(_strata.vindex(x._h, terms))
+
+
+class VIndexer:
+    """x.vindex: `x.vindex[ilat, ilon]` selects points (Dask's vindex)."""
+
+    __slots__ = ("_x",)
+
+    def __init__(self, x):
+        self._x = x
+
+    def __getitem__(self, key):
+        return vindex(self._x, key)
 
 
 def setitem(x, key, value):

@@ -15,9 +15,11 @@ _KINDS = {
 
 class Info:
     def capabilities(self):
-        # Boolean masks and nonzero give data-dependent shapes (computed
-        # eagerly where supported); there is no linalg extension.
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        # Boolean masks, nonzero and the unique_* functions give
+        # data-dependent shapes: they compute what decides the shape first
+        # (eagerly, as Dask does with unknown chunks). There is no linalg
+        # extension.
+        return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": None}
 
     def default_device(self):

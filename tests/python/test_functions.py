@@ -406,7 +406,7 @@ def test_like_broadcast_meshgrid_vecdot(rng):
               np.sum(np.conj(c) * d, axis=0))
     i8 = strata.asarray(np.arange(6, dtype=np.int8).reshape(2, 3))
     assert strata.vecdot(i8, i8).dtype == np.int8
-    with pytest.raises(ValueError, match="do not broadcast"):
+    with pytest.raises(ValueError, match="cannot be broadcast"):
         strata.broadcast_arrays(strata.ones(3), strata.ones(4))
     with pytest.raises(ValueError, match="1-D"):
         strata.meshgrid(strata.ones((2, 2)))

@@ -49,7 +49,7 @@ std::vector<Array> meshgrid(const std::vector<Array>& arrays, MeshIndexing index
   for (const Array& a : arrays) {
     if (a.ndim() != 1) {
       return fail(InvalidArgumentError(
-          fmt::format("meshgrid: every input must be one-dimensional, got shape {}",
+          fmt::format("meshgrid: every input must be one-dimensional (1-D), got shape {}",
                       ShapeToString(a.shape()))));
     }
     if (a.dtype() != arrays[0].dtype()) {

@@ -88,6 +88,8 @@ std::shared_ptr<const NDArray> FromNumpy(py::array a);
 py::array ViewToNumpy(const ConstArrayView& v, py::handle base);
 
 void RegisterArray(py::module_& m);
+// The operations of issue 16 and the data type functions (array_extras.cc).
+void RegisterArrayExtras(py::module_& m);
 void RegisterCompute(py::module_& m);
 void RegisterDask(py::module_& m);
 

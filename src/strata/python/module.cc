@@ -5,6 +5,7 @@ PYBIND11_MODULE(_strata, m) {
   m.doc() = "Strata's C++ engine; use it through the `strata` package.";
   strata::python::RegisterErrors(m);
   strata::python::RegisterArray(m);
+  strata::python::RegisterArrayExtras(m);
   strata::python::RegisterCompute(m);
   strata::python::RegisterDask(m);
 }
