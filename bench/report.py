@@ -329,10 +329,32 @@ def s3_tables(doc):
              [case])]
 
 
+def climate_tables(doc):
+    cs = doc.get("cases", [])
+    header = ["layout", "op", "strata s", "dask s", "dask / strata time", "strata peak RSS",
+              "dask peak RSS", "dask / strata RSS"]
+    rows = []
+    for c in cs:
+        d = c["describe"]
+        rows.append([f"{d['layout']} {tuple(d['chunks'])}", d["op"],
+                     cell(summary(c, "strata", "wall_s")), cell(summary(c, "dask", "wall_s")),
+                     cell(ratio(c, "dask/strata")),
+                     size(median(c, "strata", "peak_rss_bytes")),
+                     size(median(c, "dask", "peak_rss_bytes")),
+                     cell(ratio(c, "dask/strata:peak_rss_bytes"))])
+    d = cs[0]["describe"] if cs else {}
+    title = (f"Climate operations: (time, lat, lon) float64 {tuple(d.get('shape', []))}, "
+             f"{int(100 * d.get('nan_share', 0))}% NaN, along time; allowed_mem "
+             f"{d.get('allowed_mem')}, page cache warm; Dask with its defaults")
+    return [(title, table(header, rows), cs)]
+
+
 RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
-             "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables}
-ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy"]
+             "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables,
+             "climate_ops": climate_tables}
+ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy",
+         "climate_ops"]
 
 
 def refuse_reason(doc):

@@ -110,3 +110,34 @@ def test_cell_formats():
     assert report.cell({"median": 15806.0, "min": 15000.0, "max": 16000.0, "n": 5},
                        digits=0) == "15806 (15000–16000)"
     assert report.size(3768 * 10**6) == "3.77 GB"
+
+
+def climate_doc(tmp_path, **kw):
+    with fake_bench(tmp_path, "climate_ops", {"strata": 0.5, "dask": 2.0}, **kw) as b:
+        for op in ("nanmean", "cumsum"):
+            b.case(f"map {op}", [with_extra("strata"), with_extra("dask")],
+                   ratios=[("dask", "strata")], ratio_keys=("wall_s", "peak_rss_bytes"),
+                   describe={"op": op, "layout": "map", "shape": [481, 721, 1440],
+                             "chunks": [24, 721, 1440], "nan_share": 0.1,
+                             "allowed_mem": "2GB"})
+    return json.load(open(b.out))
+
+
+def test_climate_table_cells_come_from_the_json(tmp_path):
+    md = report.render(climate_doc(tmp_path))
+    row = next(l for l in md.splitlines() if l.startswith("| map (24, 721, 1440) | nanmean"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "0.50 (0.50–0.50)"   # strata s
+    assert cells[3] == "2.00 (2.00–2.00)"   # dask s
+    assert cells[4] == "4.00 (4.00–4.00)"   # dask / strata, per rep
+    assert cells[5] == "100 MB" and cells[6] == "100 MB"   # peak RSS of each
+    assert cells[7] == "1.00 (1.00–1.00)"   # dask / strata RSS, per rep
+    assert "10% NaN" in md and "| map (24, 721, 1440) | cumsum" in md
+    assert "(481, 721, 1440)" in md and "allowed_mem 2GB" in md
+
+
+def test_a_climate_smoke_run_is_refused_unless_draft(tmp_path):
+    doc = climate_doc(tmp_path, smoke=True, reps=1)
+    with pytest.raises(report.Refused, match="smoke"):
+        report.render(doc)
+    assert "DRAFT" in report.render(doc, draft=True)

@@ -15,8 +15,9 @@ $py bench/rechunk.py --prepared "$@"
 $py bench/processes.py "$@"
 $py bench/mpi.py "$@"
 $py bench/s3_copy.py "$@"
+$py bench/climate_ops.py "$@"
 if [[ " $* " == *" --smoke "* ]]; then
-  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,s3_copy}.json
+  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,s3_copy,climate_ops}.json
 else
   $py bench/report.py --all --svg bench/results/rechunk_cliff.svg
 fi
