@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libblosc-dev libzstd-dev liblz4-dev zlib1g-dev
+  libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libbz2-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libcurl4-openssl-dev
   clang libclang-rt-14-dev

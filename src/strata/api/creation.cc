@@ -38,6 +38,19 @@ Array Constant(std::string op, Shape shape, Shape chunks, DType dtype, Scalar va
                const Spec& spec) {
   Result<ChunkGrid> grid = GridFor(shape, chunks, dtype, spec, op);
   if (!grid.ok()) return Array::FromStatus(grid.status());
+  if (dtype.is_fixed_length()) {
+    // Only the all-zero element (empty strings) has a meaning for these types.
+    if (value.real() != 0 || value.imag() != 0) {
+      return Array::FromStatus(InvalidArgumentError(
+          fmt::format("{}: a number cannot fill a {} array", op, dtype.ToString())));
+    }
+    return MakeVirtual(std::move(op), shape, *grid, dtype, MakeSpec(spec),
+                       [](const Box&, const ArrayView& out) {
+                         std::vector<std::byte> zero(static_cast<size_t>(out.dtype().size()));
+                         FillArray(out, zero);
+                         return Status::Ok();
+                       });
+  }
   // The element's bytes, converted once.
   NDArray scalar = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kComplex128, {});
   *scalar.data_as<std::complex<double>>() = {value.real(), value.imag()};
@@ -84,6 +97,10 @@ Array arange(double start, double stop, double step, Shape chunks, std::optional
   Index n = static_cast<Index>(std::max(0.0, std::ceil((stop - start) / step)));
   bool whole = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
   DType t = dtype.value_or(whole ? DType(DTypeId::kInt64) : DType(DTypeId::kFloat64));
+  if (!t.is_numeric()) {
+    return Array::FromStatus(InvalidArgumentError(fmt::format(
+        "arange: dtype must be numeric, not {} (for float16, astype the result)", t.ToString())));
+  }
   Shape shape = {n};
   Result<ChunkGrid> grid = GridFor(shape, chunks, t, spec, "arange");
   if (!grid.ok()) return Array::FromStatus(grid.status());
@@ -134,6 +151,10 @@ Array linspace(double start, double stop, Index num, bool endpoint, Shape chunks
 
 Array eye(Index n, Index m, Index k, Shape chunks, DType dtype, const Spec& spec) {
   if (m == 0) m = n;
+  if (!dtype.is_numeric()) {
+    return Array::FromStatus(InvalidArgumentError(fmt::format(
+        "eye: dtype must be numeric, not {} (for float16, astype the result)", dtype.ToString())));
+  }
   if (n < 0 || m < 0) {
     return Array::FromStatus(InvalidArgumentError(fmt::format("eye: invalid size {} x {}", n, m)));
   }
@@ -181,7 +202,8 @@ Array from_zarr(const std::string& path, const Spec& spec) {
   node.kind = NodeKind::kZarrSource;
   node.shape = (*z)->shape();
   node.dtype = (*z)->dtype();
-  node.grid = (*z)->grid();
+  // A sharded array is read inner chunk by inner chunk.
+  node.grid = (*z)->read_grid();
   node.zarr = *z;
   node.spec = MakeSpec(spec);
   return Array(MakeNode(std::move(node)));

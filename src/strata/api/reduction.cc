@@ -53,8 +53,10 @@ int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, con
 
 }  // namespace
 
-Array reduce(ReduceOp op, const Array& x, std::vector<int> axes_in, ReduceOptions options) {
-  if (!x.ok()) return x;
+Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOptions options) {
+  if (!x_in.ok()) return x_in;
+  // float16 is a storage type: its reductions compute (and return) float32.
+  const Array x = x_in.dtype().is_float16() ? astype(x_in, DTypeId::kFloat32) : x_in;
   const std::string name(ReduceOpName(op));
   Result<std::vector<int>> axes_r = NormalizeAxes(axes_in, x.ndim(), name);
   if (!axes_r.ok()) return Array::FromStatus(axes_r.status());

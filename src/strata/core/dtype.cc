@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 
 namespace strata {
 namespace {
@@ -14,7 +15,7 @@ struct DTypeInfo {
   int size;
 };
 
-constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
+constexpr std::array<DTypeInfo, kNumDTypeIds> kInfo = {{
     {DTypeId::kBool, "bool", 'b', 1},
     {DTypeId::kInt8, "int8", 'i', 1},
     {DTypeId::kInt16, "int16", 'i', 2},
@@ -28,21 +29,46 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {DTypeId::kFloat64, "float64", 'f', 8},
     {DTypeId::kComplex64, "complex64", 'c', 8},
     {DTypeId::kComplex128, "complex128", 'c', 16},
+    {DTypeId::kFloat16, "float16", 'f', 2},
+    // Sizes of the fixed-length types come from their length.
+    {DTypeId::kFixedBytes, "null_terminated_bytes", 'S', 0},
+    {DTypeId::kFixedUnicode, "fixed_length_utf32", 'U', 0},
+    {DTypeId::kRawBytes, "raw_bytes", 'V', 0},
 }};
 
 const DTypeInfo& Info(DTypeId id) { return kInfo[static_cast<int>(id)]; }
 
 }  // namespace
 
-int DType::size() const { return Info(id_).size; }
+int DType::size() const {
+  if (id_ == DTypeId::kFixedUnicode) return 4 * length_;
+  if (is_fixed_length()) return length_;
+  return Info(id_).size;
+}
+
+int DType::component_size() const {
+  if (is_complex()) return size() / 2;
+  if (id_ == DTypeId::kFixedUnicode) return 4;
+  if (is_fixed_length()) return 1;
+  return size();
+}
 
 bool DType::is_signed_integer() const { return Info(id_).kind == 'i'; }
 bool DType::is_unsigned_integer() const { return Info(id_).kind == 'u'; }
 
 std::string_view DType::name() const { return Info(id_).name; }
 
+std::string DType::ToString() const {
+  if (!is_fixed_length()) return std::string(name());
+  return fmt::format("{}{}", Info(id_).kind, length_);
+}
+
 std::string DType::ZarrV2Name(Endian endian) const {
   const DTypeInfo& info = Info(id_);
+  if (is_fixed_length()) {
+    char order = id_ == DTypeId::kFixedUnicode ? (endian == Endian::kLittle ? '<' : '>') : '|';
+    return fmt::format("{}{}{}", order, info.kind, length_);
+  }
   char order = info.size == 1 ? '|' : (endian == Endian::kLittle ? '<' : '>');
   return fmt::format("{}{}{}", order, info.kind, info.size);
 }
@@ -60,43 +86,60 @@ Result<DTypeWithEndian> ParseZarrV2DType(std::string_view typestr) {
   if (order != '<' && order != '>' && order != '|' && order != '=') {
     return unsupported("the byte order must be '<', '>' or '|'");
   }
-  int size = 0;
+  int64_t size = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return unsupported("expected a typestr such as '<f8'");
     size = size * 10 + (c - '0');
-    if (size > 1000) break;
+    if (size > DType::kMaxLength) break;
+  }
+  if (kind == 'S' || kind == 'U' || kind == 'V') {
+    if (size < 1 || size > DType::kMaxLength) {
+      return unsupported(fmt::format("the length must be 1 to {}", DType::kMaxLength));
+    }
+    const int length = static_cast<int>(size);
+    if (kind == 'U') {
+      if (order == '|') return unsupported("unicode types need '<' or '>'");
+      return DTypeWithEndian{DType::FixedUnicode(length),
+                             order == '>' ? Endian::kBig : Endian::kLittle};
+    }
+    return DTypeWithEndian{kind == 'S' ? DType::FixedBytes(length) : DType::RawBytes(length),
+                           Endian::kLittle};
   }
   for (const DTypeInfo& info : kInfo) {
-    if (info.kind == kind && info.size == size) {
+    if (info.size > 0 && info.kind == kind && info.size == size) {
       Endian endian = order == '>' ? Endian::kBig : Endian::kLittle;
       if (size > 1 && order == '|') return unsupported("multi-byte types need '<' or '>'");
       return DTypeWithEndian{DType(info.id), endian};
     }
   }
   switch (kind) {
-    case 'S':
-    case 'U':
     case 'O':
-      return unsupported("string and object types are not supported");
+      return unsupported("object types (variable-length strings, Python objects) are not supported");
     case 'M':
     case 'm':
       return unsupported("datetime types are not supported");
-    case 'V':
-      return unsupported("structured and void types are not supported");
-    case 'f':
-      if (size == 2) return unsupported("float16 is not supported");
-      break;
   }
   return unsupported("unknown kind or size");
 }
 
 Result<DType> ParseDTypeName(std::string_view name) {
   for (const DTypeInfo& info : kInfo) {
-    if (info.name == name) return DType(info.id);
+    if (info.size > 0 && info.name == name) return DType(info.id);
+  }
+  if (name.size() >= 2 && (name[0] == 'S' || name[0] == 'U' || name[0] == 'V')) {
+    int length = 0;
+    auto [end, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), length);
+    if (ec == std::errc() && end == name.data() + name.size() && length >= 1 &&
+        length <= DType::kMaxLength) {
+      if (name[0] == 'S') return DType::FixedBytes(length);
+      if (name[0] == 'U') return DType::FixedUnicode(length);
+      return DType::RawBytes(length);
+    }
   }
   return InvalidArgumentError(fmt::format(
       "unsupported data type '{}' (expected one of bool, int8, int16, int32, int64, uint8, "
-      "uint16, uint32, uint64, float32, float64, complex64, complex128)",
+      "uint16, uint32, uint64, float16, float32, float64, complex64, complex128, or S<n>, U<n>, "
+      "V<n> for fixed-length bytes, unicode and raw bytes)",
       name));
 }
 

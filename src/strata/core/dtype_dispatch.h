@@ -3,6 +3,7 @@
 //   VisitDType(dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
 //
 // Kept out of dtype.h so that only the files instantiating kernels pay for it.
+// Only numeric dtypes (DType::is_numeric) may be visited.
 #ifndef STRATA_CORE_DTYPE_DISPATCH_H_
 #define STRATA_CORE_DTYPE_DISPATCH_H_
 
@@ -34,7 +35,12 @@ decltype(auto) VisitDType(DType dtype, F&& f) {
     case DTypeId::kFloat64: return f(TypeTag<double>{});
     case DTypeId::kComplex64: return f(TypeTag<std::complex<float>>{});
     case DTypeId::kComplex128: return f(TypeTag<std::complex<double>>{});
+    default:
+      break;
   }
+  // Storage types (float16, fixed-length) never reach the kernels: the API
+  // refuses them (or converts float16) before dispatching.
+  STRATA_CHECK(false) << "VisitDType of the storage type " << dtype.ToString();
   __builtin_unreachable();
 }
 

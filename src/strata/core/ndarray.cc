@@ -1,10 +1,13 @@
 #include "strata/core/ndarray.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
 
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/float16.h"
 
 namespace strata {
 namespace {
@@ -212,9 +215,119 @@ void NDArray::Reshape(Shape shape) {
   shape_ = std::move(shape);
 }
 
+namespace {
+
+std::string FormatReal(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return fmt::format("{}", v);
+}
+
+void AppendUtf8(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x110000) {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += fmt::format("\\U{:08x}", cp);
+  }
+}
+
+}  // namespace
+
+std::string FormatElement(DType dtype, const std::byte* element) {
+  const int size = dtype.size();
+  switch (dtype.id()) {
+    case DTypeId::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, element, 2);
+      return FormatReal(HalfToDouble(h));
+    }
+    case DTypeId::kFixedBytes: {
+      std::string out = "b'";
+      for (int i = 0; i < size && element[i] != std::byte{0}; ++i) {
+        const auto c = static_cast<unsigned char>(element[i]);
+        if (c == '\\' || c == '\'') {
+          out += '\\';
+          out += static_cast<char>(c);
+        } else if (c >= 0x20 && c < 0x7f) {
+          out += static_cast<char>(c);
+        } else {
+          out += fmt::format("\\x{:02x}", c);
+        }
+      }
+      return out + "'";
+    }
+    case DTypeId::kFixedUnicode: {
+      std::string out = "'";
+      for (int i = 0; i < dtype.length(); ++i) {
+        uint32_t cp;
+        std::memcpy(&cp, element + 4 * i, 4);
+        if (cp == 0) break;
+        AppendUtf8(cp, out);
+      }
+      return out + "'";
+    }
+    case DTypeId::kRawBytes: {
+      std::string out = "0x";
+      for (int i = 0; i < size; ++i) out += fmt::format("{:02x}", static_cast<unsigned>(element[i]));
+      return out;
+    }
+    default:
+      break;
+  }
+  return VisitDType(dtype, [&](auto tag) -> std::string {
+    using T = typename decltype(tag)::type;
+    T v;
+    std::memcpy(&v, element, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) {
+      return v ? "true" : "false";
+    } else if constexpr (kIsComplex<T>) {
+      return fmt::format("({}{}{}j)", FormatReal(v.real()), v.imag() < 0 ? "" : "+",
+                         FormatReal(v.imag()));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return FormatReal(v);
+    } else {
+      return fmt::format("{}", v);
+    }
+  });
+}
+
 bool ArraysEqual(const ConstArrayView& a, const ConstArrayView& b, bool nan_equal) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   if (a.num_elements() == 0) return true;
+  if (!a.dtype().is_numeric()) {
+    // float16 compares as numbers (0 == -0; NaN == NaN when nan_equal), the
+    // fixed-length types byte by byte.
+    const size_t esize = static_cast<size_t>(a.dtype().size());
+    const bool half = a.dtype().is_float16();
+    Shape idx(a.rank(), 0);
+    do {
+      const std::byte* x = a.ElementPointer(idx);
+      const std::byte* y = b.ElementPointer(idx);
+      if (half) {
+        uint16_t u, v;
+        std::memcpy(&u, x, 2);
+        std::memcpy(&v, y, 2);
+        const double du = HalfToDouble(u), dv = HalfToDouble(v);
+        if (nan_equal && std::isnan(du) && std::isnan(dv)) continue;
+        if (!(du == dv)) return false;
+      } else if (std::memcmp(x, y, esize) != 0) {
+        return false;
+      }
+    } while (NextIndex(idx, a.shape()));
+    return true;
+  }
   return VisitDType(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Shape idx(a.rank(), 0);

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <span>
+#include <string>
 #include <type_traits>
 
 #include "strata/base/status.h"
@@ -194,6 +195,12 @@ class NDArray {
   DType dtype_;
   Shape shape_;
 };
+
+// One element as text, for messages and `strata info`/`verify`: numbers as
+// numpy prints them (NaN, Infinity), complex as "(1+2j)", bool as true/false,
+// fixed-length bytes and unicode as quoted strings (non-printable bytes as
+// \xNN, up to the first NUL), raw bytes as hex.
+std::string FormatElement(DType dtype, const std::byte* element);
 
 // True when both views have the same dtype, shape and element bytes. Floating
 // point NaNs compare equal to NaNs when `nan_equal` (bitwise for everything else).

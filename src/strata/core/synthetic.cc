@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/float16.h"
 
 namespace strata {
 namespace {
@@ -34,6 +35,21 @@ void FillSynthetic(const ArrayView& out, const Box& region, std::span<const Inde
   STRATA_CHECK(out.shape() == region.shape);
   if (region.empty()) return;
   const int rank = region.rank();
+  if (out.dtype().is_float16()) {
+    // The float32 values rounded to float16 (numpy's astype(float16)).
+    Box all = Box::FromShape(region.shape);
+    Shape idx(rank, 0);
+    Shape global(rank);
+    do {
+      for (int i = 0; i < rank; ++i) global[i] = region.origin[i] + idx[i];
+      const uint64_t flat = rank == 0 ? 0 : static_cast<uint64_t>(LinearIndex(global, array_shape));
+      const uint16_t h = FloatToHalf(ValueAt<float>(seed, flat));
+      std::memcpy(out.ElementPointer(idx), &h, 2);
+    } while (NextIndex(idx, all.shape));
+    return;
+  }
+  STRATA_CHECK(out.dtype().is_numeric())
+      << "synthetic data of " << out.dtype().ToString() << " is not defined";
   VisitDType(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (rank == 0) {

@@ -273,15 +273,20 @@ Result<std::optional<std::string>> LocalStore::Version(std::string_view key) {
                                                 st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec));
 }
 
-Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
-  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+std::string LocalStore::TempPathFor(const std::string& path) const {
   size_t slash = path.rfind('/');
   std::string dir = path.substr(0, slash);
   std::string name = path.substr(slash + 1);
   static std::atomic<uint64_t> counter{0};
-  std::string temp =
-      fmt::format("{}/.{}{}{}-{}-{}", dir, name, kTempMarker, ::getpid(), ThisProcessStartTime(),
-                  counter.fetch_add(1, std::memory_order_relaxed));
+  return fmt::format("{}/.{}{}{}-{}-{}", dir, name, kTempMarker, ::getpid(), ThisProcessStartTime(),
+                     counter.fetch_add(1, std::memory_order_relaxed));
+}
+
+Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  size_t slash = path.rfind('/');
+  std::string dir = path.substr(0, slash);
+  std::string temp = TempPathFor(path);
   int raw_fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (raw_fd < 0 && errno == ENOENT) {
     STRATA_RETURN_IF_ERROR(MakeDirectories(dir));
@@ -353,6 +358,103 @@ Status LocalStore::ErasePrefix(std::string_view prefix) {
   fs::remove_all(fs::path(root_) / dir_key, ec);
   if (ec) return ErrnoToStatus(ec.value(), fmt::format("removing {}/{}", root_, dir_key));
   return Status::Ok();
+}
+
+Result<Store::Suffix> LocalStore::GetSuffix(std::string_view key, int64_t length,
+                                            MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  if (length < 0) return InvalidArgumentError(fmt::format("invalid suffix length {}", length));
+  int64_t size = 0;
+  STRATA_ASSIGN_OR_RETURN(int raw_fd, OpenForRead(path, &size));
+  FileDescriptor fd(raw_fd);
+  const int64_t n = std::min(length, size);
+  STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(n));
+  STRATA_RETURN_IF_ERROR(ReadFully(fd.get(), buffer.data(), n, size - n, path));
+  return Suffix{std::move(buffer), size};
+}
+
+namespace {
+
+// Writes a temporary file beside the key as bytes come; Commit renames it
+// over the key (as Set does).
+class LocalStoreWriter final : public StoreWriter {
+ public:
+  LocalStoreWriter(std::string path, std::string temp, int fd, int64_t max_size, bool fsync)
+      : path_(std::move(path)), temp_(std::move(temp)), fd_(fd), max_size_(max_size),
+        fsync_(fsync) {}
+  ~LocalStoreWriter() override {
+    if (!committed_) {
+      if (fd_ >= 0) ::close(fd_);
+      ::unlink(temp_.c_str());
+    }
+  }
+
+  Status Append(std::span<const std::byte> bytes) override {
+    if (size_ + static_cast<int64_t>(bytes.size()) > max_size_) {
+      return InvalidArgumentError(fmt::format("writing {}: {} bytes exceed the bound of {}", path_,
+                                              size_ + bytes.size(), max_size_));
+    }
+    STRATA_RETURN_IF_ERROR(
+        WriteFully(fd_, bytes.data(), static_cast<int64_t>(bytes.size()), path_));
+    size_ += static_cast<int64_t>(bytes.size());
+    return Status::Ok();
+  }
+
+  Status PatchAt(int64_t offset, std::span<const std::byte> bytes) override {
+    STRATA_CHECK(offset >= 0 && offset + static_cast<int64_t>(bytes.size()) <= size_);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
+                           offset + static_cast<int64_t>(done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoToStatus(errno, fmt::format("writing {}", path_));
+      }
+      done += static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    if (fsync_ && ::fsync(fd_) != 0) return ErrnoToStatus(errno, fmt::format("syncing {}", path_));
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return ErrnoToStatus(errno, fmt::format("writing {}", path_));
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+      return ErrnoToStatus(errno, fmt::format("renaming into {}", path_));
+    }
+    committed_ = true;
+    return Status::Ok();
+  }
+
+  int64_t size() const override { return size_; }
+
+ private:
+  std::string path_;
+  std::string temp_;
+  int fd_;
+  int64_t max_size_;
+  bool fsync_;
+  int64_t size_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StoreWriter>> LocalStore::OpenWriter(std::string_view key, int64_t max_size,
+                                                            MemoryPool&) {
+  STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
+  size_t slash = path.rfind('/');
+  std::string dir = path.substr(0, slash);
+  std::string temp = TempPathFor(path);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == ENOENT) {
+    STRATA_RETURN_IF_ERROR(MakeDirectories(dir));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return ErrnoToStatus(errno, fmt::format("creating {}", path));
+  return std::unique_ptr<StoreWriter>(
+      new LocalStoreWriter(std::move(path), std::move(temp), fd, max_size, options_.fsync));
 }
 
 }  // namespace strata

@@ -427,6 +427,7 @@ struct Transfer {
   BodySink* sink = nullptr;  // null: the body of a 2xx response is dropped
   long status = 0;
   std::optional<int64_t> content_length;
+  std::optional<int64_t> range_total;  // the "/total" of a Content-Range
   std::string etag;
   std::string bucket_region;
   std::string error_body;
@@ -490,6 +491,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
       std::from_chars(line.data() + space + 1, line.data() + line.size(), t->status);
     }
     t->content_length.reset();
+    t->range_total.reset();
     t->etag.clear();
     t->bucket_region.clear();
   } else if (line == "\r\n" || line == "\n") {
@@ -501,6 +503,14 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     int64_t length = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
     if (ec == std::errc() && length >= 0) t->content_length = length;
+  } else if (HeaderIs(line, "content-range", &value)) {
+    // "bytes 900-967/968"
+    size_t slash = value.rfind('/');
+    int64_t total = 0;
+    if (slash != std::string_view::npos) {
+      auto [end, ec] = std::from_chars(value.data() + slash + 1, value.data() + value.size(), total);
+      if (ec == std::errc() && total >= 0) t->range_total = total;
+    }
   } else if (HeaderIs(line, "etag", &value)) {
     t->etag = std::string(value);
   } else if (HeaderIs(line, "x-amz-bucket-region", &value)) {
@@ -642,12 +652,14 @@ class S3Store::Client {
     std::string query;           // internal_storage::CanonicalQuery
     std::span<const std::byte> body;
     std::optional<std::pair<int64_t, int64_t>> range;  // first and last byte
+    std::optional<int64_t> suffix;                       // the last N bytes
     std::string what;                                  // "s3://bucket/prefix/key", for messages
   };
   struct Response {
     long status = 0;
     S3ErrorBody error;
     std::optional<int64_t> content_length;
+    std::optional<int64_t> range_total;
     std::string etag;
     std::string bucket_region;
     int attempts = 0;
@@ -709,6 +721,7 @@ class S3Store::Client {
         Response response;
         response.status = t.status;
         response.content_length = t.content_length;
+        response.range_total = t.range_total;
         response.etag = std::move(t.etag);
         response.bucket_region = std::move(t.bucket_region);
         response.attempts = attempt;
@@ -811,6 +824,8 @@ class S3Store::Client {
     }
     if (request.range) {
       headers.Add(fmt::format("Range: bytes={}-{}", request.range->first, request.range->second));
+    } else if (request.suffix) {
+      headers.Add(fmt::format("Range: bytes=-{}", *request.suffix));
     }
     std::string_view method = request.method;
     if (method == "HEAD") {
@@ -1088,6 +1103,40 @@ Result<Buffer> S3Store::GetRange(std::string_view key, int64_t offset, int64_t l
     return part;
   }
   if (response.status == 416) return from_size();
+  if (response.status == 404) {
+    if (response.error.code == "NoSuchBucket") return BucketGone(options_);
+    return NotFoundError(fmt::format("{} not found", what));
+  }
+  return client_->HttpError(request, response);
+}
+
+Result<Store::Suffix> S3Store::GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  const std::string what = What(key);
+  if (length < 0) return InvalidArgumentError(fmt::format("invalid suffix length {}", length));
+  if (length == 0) return Store::GetSuffix(key, length, pool);
+  Client::Request request;
+  request.object = ObjectKey(key);
+  request.what = what;
+  request.suffix = length;
+  BufferSink sink(pool, request.what);
+  STRATA_ASSIGN_OR_RETURN(Client::Response response, client_->Execute(request, &sink));
+  if (response.status == 206 && response.range_total) {
+    return Suffix{sink.Take(), *response.range_total};
+  }
+  if (response.status == 200) {
+    // The whole object (shorter than the suffix, or the server ignores
+    // suffix ranges): cut the end out.
+    Buffer whole = sink.Take();
+    const int64_t n = std::min(length, whole.size());
+    STRATA_ASSIGN_OR_RETURN(Buffer part, pool.Allocate(n));
+    if (n > 0) std::memcpy(part.data(), whole.data() + whole.size() - n, static_cast<size_t>(n));
+    return Suffix{std::move(part), whole.size()};
+  }
+  if (response.status == 206 || response.status == 416) {
+    // No total in the answer, or a server that refuses suffix ranges.
+    return Store::GetSuffix(key, length, pool);
+  }
   if (response.status == 404) {
     if (response.error.code == "NoSuchBucket") return BucketGone(options_);
     return NotFoundError(fmt::format("{} not found", what));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "strata/storage/s3_store.h"
 
@@ -51,6 +52,59 @@ Result<std::optional<std::string>> Store::Version(std::string_view key) {
     return value.status();
   }
   return std::optional<std::string>(std::move(value).value());
+}
+
+Result<Store::Suffix> Store::GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) {
+  if (length < 0) return InvalidArgumentError(fmt::format("invalid suffix length {}", length));
+  STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
+  if (!size) return NotFoundError(fmt::format("{} not found", JoinKey(url(), key)));
+  const int64_t start = std::max<int64_t>(0, *size - length);
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, GetRange(key, start, *size - start, pool));
+  return Suffix{std::move(bytes), *size};
+}
+
+namespace {
+
+// The default writer: one buffer of the value's bound, Set on Commit.
+class BufferedStoreWriter final : public StoreWriter {
+ public:
+  BufferedStoreWriter(Store& store, std::string key, Buffer buffer)
+      : store_(store), key_(std::move(key)), buffer_(std::move(buffer)) {}
+
+  Status Append(std::span<const std::byte> bytes) override {
+    if (size_ + static_cast<int64_t>(bytes.size()) > buffer_.size()) {
+      return InvalidArgumentError(fmt::format("writing {}: {} bytes exceed the bound of {}", key_,
+                                              size_ + bytes.size(), buffer_.size()));
+    }
+    if (!bytes.empty()) std::memcpy(buffer_.data() + size_, bytes.data(), bytes.size());
+    size_ += static_cast<int64_t>(bytes.size());
+    return Status::Ok();
+  }
+  Status PatchAt(int64_t offset, std::span<const std::byte> bytes) override {
+    STRATA_CHECK(offset >= 0 && offset + static_cast<int64_t>(bytes.size()) <= size_);
+    if (!bytes.empty()) std::memcpy(buffer_.data() + offset, bytes.data(), bytes.size());
+    return Status::Ok();
+  }
+  Status Commit() override {
+    return store_.Set(key_, std::span<const std::byte>(buffer_.data(), static_cast<size_t>(size_)));
+  }
+  int64_t size() const override { return size_; }
+
+ private:
+  Store& store_;
+  std::string key_;
+  Buffer buffer_;
+  int64_t size_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StoreWriter>> Store::OpenWriter(std::string_view key, int64_t max_size,
+                                                       MemoryPool& pool) {
+  STRATA_RETURN_IF_ERROR(ValidateKey(key));
+  STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(max_size));
+  return std::unique_ptr<StoreWriter>(
+      new BufferedStoreWriter(*this, std::string(key), std::move(buffer)));
 }
 
 Result<bool> Store::Exists(std::string_view key) {

@@ -27,6 +27,26 @@
 
 namespace strata {
 
+// A value being written piece by piece (a shard assembled inner chunk by
+// inner chunk): Append bytes, optionally patch bytes already appended (an
+// index reserved at the start), then Commit stores the whole value under its
+// key atomically, like Store::Set. Destroying an uncommitted writer discards
+// everything (nothing appears under the key, no temporary is left).
+//
+// Thread-safety: one thread at a time.
+class StoreWriter {
+ public:
+  virtual ~StoreWriter() = default;
+  // InvalidArgument past the max_size given to OpenWriter.
+  virtual Status Append(std::span<const std::byte> bytes) = 0;
+  // Overwrites bytes [offset, offset + bytes.size()), which must have been
+  // appended already.
+  virtual Status PatchAt(int64_t offset, std::span<const std::byte> bytes) = 0;
+  virtual Status Commit() = 0;
+  // Bytes appended so far.
+  virtual int64_t size() const = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -44,8 +64,25 @@ class Store {
   // from the store straight into its destination with no copy.
   virtual Status GetInto(std::string_view key, std::span<std::byte> out) = 0;
 
+  // The last `length` bytes of `key` (all of it when shorter) and the value's
+  // total size: one request where the store can (a shard's index at its
+  // end). NotFound when absent. The default asks Size, then GetRange.
+  struct Suffix {
+    Buffer bytes;
+    int64_t total_size = 0;
+  };
+  virtual Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool);
+
   // Size of the value of `key`, or nullopt when absent.
   virtual Result<std::optional<int64_t>> Size(std::string_view key) = 0;
+
+  // A writer for `key` of a value of at most `max_size` bytes. The default
+  // collects the value in one buffer of `max_size` from `pool` and Sets it on
+  // Commit; LocalStore writes a temporary file as bytes come.
+  virtual Result<std::unique_ptr<StoreWriter>> OpenWriter(std::string_view key, int64_t max_size,
+                                                          MemoryPool& pool);
+  // The memory a writer of at most `max_size` bytes holds (memory projections).
+  virtual int64_t WriterMemory(int64_t max_size) const { return max_size; }
 
   // Stores `value` under `key` atomically, replacing any old value.
   virtual Status Set(std::string_view key, std::span<const std::byte> value) = 0;
@@ -122,6 +159,10 @@ class LocalStore : public Store {
   Status ErasePrefix(std::string_view prefix) override;
   Status ReclaimTempFiles(std::string_view prefix) override;
   Result<std::optional<std::string>> Version(std::string_view key) override;
+  Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) override;
+  Result<std::unique_ptr<StoreWriter>> OpenWriter(std::string_view key, int64_t max_size,
+                                                  MemoryPool& pool) override;
+  int64_t WriterMemory(int64_t) const override { return 0; }
   std::string url() const override { return root_; }
 
   const std::string& root() const { return root_; }
@@ -135,6 +176,9 @@ class LocalStore : public Store {
   static bool IsTempName(std::string_view file_name);
 
  private:
+  // A fresh temporary path beside `path`, in the format IsTempName describes.
+  std::string TempPathFor(const std::string& path) const;
+
   LocalStore(std::string root, Options options) : root_(std::move(root)), options_(options) {}
   std::string root_;
   Options options_;

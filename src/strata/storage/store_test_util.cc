@@ -83,6 +83,51 @@ TEST_P(StoreConformanceTest, ByteRanges) {
             StatusCode::kOutOfRange);
 }
 
+TEST_P(StoreConformanceTest, Suffixes) {
+  ASSERT_TRUE(store_->Set("s", Bytes("0123456789")).ok());
+  Result<Store::Suffix> tail = store_->GetSuffix("s", 3, *MemoryPool::Default());
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(ToString(tail->bytes), "789");
+  EXPECT_EQ(tail->total_size, 10);
+  tail = store_->GetSuffix("s", 100, *MemoryPool::Default());
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(ToString(tail->bytes), "0123456789");
+  EXPECT_EQ(tail->total_size, 10);
+  tail = store_->GetSuffix("s", 0, *MemoryPool::Default());
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(tail->bytes.size(), 0);
+  EXPECT_EQ(tail->total_size, 10);
+  EXPECT_EQ(store_->GetSuffix("missing", 4, *MemoryPool::Default()).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformanceTest, WritersAppendPatchAndCommitAtomically) {
+  ASSERT_TRUE(store_->Set("w/old", Bytes("previous")).ok());
+  {
+    Result<std::unique_ptr<StoreWriter>> w = store_->OpenWriter("w/old", 64, *MemoryPool::Default());
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->Append(Bytes("....body")).ok());
+    ASSERT_TRUE((*w)->Append(Bytes("-tail")).ok());
+    EXPECT_EQ((*w)->size(), 13);
+    ASSERT_TRUE((*w)->PatchAt(0, Bytes("HEAD")).ok());
+    // Until Commit the old value stays.
+    EXPECT_EQ(*store_->GetString("w/old"), "previous");
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  EXPECT_EQ(*store_->GetString("w/old"), "HEADbody-tail");
+  {
+    // Abandoned: nothing appears, nothing is listed.
+    Result<std::unique_ptr<StoreWriter>> w = store_->OpenWriter("w/new", 8, *MemoryPool::Default());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Append(Bytes("abc")).ok());
+    EXPECT_EQ((*w)->Append(Bytes("too long!")).code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(*store_->Exists("w/new"));
+  EXPECT_EQ(*store_->List("w/"), std::vector<std::string>{"w/old"});
+  EXPECT_EQ(store_->OpenWriter("../x", 8, *MemoryPool::Default()).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_P(StoreConformanceTest, GetIntoChecksSize) {
   ASSERT_TRUE(store_->Set("c", Bytes("abcd")).ok());
   std::byte exact[4];

@@ -121,6 +121,17 @@ DType SignedOfSize(int size) {
 
 bool IsFloatOrComplex(DType t) { return t.is_float() || t.is_complex(); }
 
+// The dtype arithmetic on `t` computes in: float16 computes in float32 (its
+// inputs are converted on the fly); fixed-length types are not numbers.
+Result<DType> ArithmeticType(DType t, std::string_view what) {
+  if (t.is_numeric()) return t;
+  if (t.is_float16()) return DType(DTypeId::kFloat32);
+  return InvalidArgumentError(fmt::format(
+      "{} does not support {}: fixed-length string and bytes arrays can be stored, rechunked, "
+      "indexed and compared, not computed with",
+      what, t.ToString()));
+}
+
 Status UnsupportedUnary(UnaryOp op, DType in) {
   return InvalidArgumentError(fmt::format("{} does not support {}", UnaryOpName(op), in.name()));
 }
@@ -235,6 +246,8 @@ bool BinarySupports(BinaryOp op, DType t) {
 }  // namespace
 
 Result<DType> PromoteTypes(DType a, DType b) {
+  STRATA_ASSIGN_OR_RETURN(a, ArithmeticType(a, "type promotion"));
+  STRATA_ASSIGN_OR_RETURN(b, ArithmeticType(b, "type promotion"));
   if (a == b) return a;
   // numpy's rule, not the standard's (which leaves bool with numbers undefined):
   // bool promotes to any numeric type.
@@ -262,6 +275,7 @@ Result<DType> PromoteTypes(DType a, DType b) {
 }
 
 Result<DType> UnaryResultType(UnaryOp op, DType in) {
+  STRATA_ASSIGN_OR_RETURN(in, ArithmeticType(in, UnaryOpName(op)));
   if (IsMathOp(op)) return IsFloatOrComplex(in) ? in : DType(DTypeId::kFloat64);
   switch (op) {
     case UnaryOp::kAbs:
@@ -307,7 +321,11 @@ Result<DType> UnaryResultType(UnaryOp op, DType in) {
 Result<DType> BinaryComputeType(BinaryOp op, DType a, DType b) {
   // Logical ops look only at "nonzero", so any two dtypes work, even ones that
   // do not promote (uint64 and int64).
-  if (IsLogical(op)) return DType(DTypeId::kBool);
+  if (IsLogical(op)) {
+    STRATA_RETURN_IF_ERROR(ArithmeticType(a, BinaryOpName(op)).status());
+    STRATA_RETURN_IF_ERROR(ArithmeticType(b, BinaryOpName(op)).status());
+    return DType(DTypeId::kBool);
+  }
   Result<DType> promoted = PromoteTypes(a, b);
   if (!promoted.ok()) return promoted.status().WithContext(BinaryOpName(op));
   DType t = *promoted;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/float16.h"
 
 namespace strata {
 namespace {
@@ -1599,6 +1600,58 @@ TEST(CastTest, StridedAndBroadcast) {
   NDArray filled = Empty(DTypeId::kInt64, {2, 2});
   ASSERT_TRUE(Cast(BroadcastTo(s.view(), {2, 2}), filled.view()).ok());
   EXPECT_EQ(Values<int64_t>(filled.view()), (std::vector<int64_t>{2, 2, 2, 2}));
+}
+
+TEST(CastTest, Float16ToAndFromEveryNumericType) {
+  // numpy: np.array([...], dtype=np.float64).astype(np.float16).
+  NDArray d = Make<double>({6}, {1.0, 0.1, 65520.0, -2.5, NAN, 1e-8});
+  NDArray h = Empty(DTypeId::kFloat16, {6});
+  ASSERT_TRUE(Cast(d.view(), h.view()).ok());
+  EXPECT_EQ(Values<uint16_t>(h.view()),
+            (std::vector<uint16_t>{0x3c00, 0x2e66, 0x7c00, 0xc100, 0x7e00, 0x0000}));
+  for (DType to : AllDTypes()) {
+    SCOPED_TRACE(std::string(to.name()));
+    NDArray src = Make<uint16_t>({3}, {0x3c00, 0xc100, 0x4248});  // 1, -2.5, 3.140625
+    NDArray half = NDArray::FromBuffer(std::move(src.buffer()), DTypeId::kFloat16, {3});
+    NDArray out = Empty(to, {3});
+    ASSERT_TRUE(Cast(half.view(), out.view()).ok());
+    const std::vector<V> got = ToValues(out.view());
+    for (int i = 0; i < 3; ++i) {
+      const double value = HalfToDouble(Values<uint16_t>(half.view())[i]);
+      EXPECT_EQ(got[i], ExpectedCast(V(value, 0), DTypeId::kFloat64, to));
+    }
+    // And back: every numeric type converts to float16.
+    NDArray again = Empty(DTypeId::kFloat16, {3});
+    ASSERT_TRUE(Cast(out.view(), again.view()).ok());
+  }
+  NDArray ints = Make<int32_t>({3}, {70000, -3, 2049});
+  ASSERT_TRUE(Cast(ints.view(), h.view().Slice(Box({0}, {3}))).ok());
+  EXPECT_EQ(Values<uint16_t>(h.view().Slice(Box({0}, {3}))),
+            (std::vector<uint16_t>{0x7c00, 0xc200, 0x6800}));
+  // Fixed-length types convert only to themselves.
+  NDArray bytes = *NDArray::Zeros(Pool(), DType::FixedBytes(4), {3});
+  NDArray i32 = Empty(DTypeId::kInt32, {3});
+  EXPECT_EQ(Cast(bytes.view(), i32.view()).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(PromoteTypesTest, Float16ComputesInFloat32AndStringsAreRefused) {
+  EXPECT_EQ(*PromoteTypes(DTypeId::kFloat16, DTypeId::kFloat16), DType(DTypeId::kFloat32));
+  EXPECT_EQ(*PromoteTypes(DTypeId::kFloat16, DTypeId::kFloat64), DType(DTypeId::kFloat64));
+  EXPECT_EQ(*UnaryResultType(UnaryOp::kSqrt, DTypeId::kFloat16), DType(DTypeId::kFloat32));
+  EXPECT_EQ(*BinaryResultType(BinaryOp::kLess, DTypeId::kFloat16, DTypeId::kInt8),
+            DType(DTypeId::kBool));
+  Result<DType> r = BinaryResultType(BinaryOp::kAdd, DType::FixedUnicode(3), DTypeId::kInt8);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("does not support U3"));
+  // Arithmetic on float16 inputs: converted on the fly, computed in float32.
+  NDArray src = Make<uint16_t>({2}, {0x3c00, 0x4000});  // 1, 2
+  NDArray a = NDArray::FromBuffer(std::move(src.buffer()), DTypeId::kFloat16, {2});
+  NDArray sum = Empty(DTypeId::kFloat32, {2});
+  ASSERT_TRUE(ApplyBinary(BinaryOp::kAdd, a.view(), a.view(), sum.view()).ok());
+  EXPECT_EQ(Values<float>(sum.view()), (std::vector<float>{2, 4}));
+  NDArray root = Empty(DTypeId::kFloat32, {2});
+  ASSERT_TRUE(ApplyUnary(UnaryOp::kSqrt, a.view(), root.view()).ok());
+  EXPECT_FLOAT_EQ(Values<float>(root.view())[1], std::sqrt(2.0f));
 }
 
 }  // namespace

@@ -217,13 +217,15 @@ Status ApplyUnary(UnaryOp op, const ConstArrayView& in, const ArrayView& out) {
   STRATA_ASSIGN_OR_RETURN(DType result, UnaryResultType(op, in.dtype()));
   STRATA_CHECK(out.dtype() == result) << UnaryOpName(op) << " of " << in.dtype().name() << " gives "
                                       << result.name() << ", not " << out.dtype().name();
-  if (IsIdentity(op, in.dtype())) {
+  if (in.dtype() == result && IsIdentity(op, in.dtype())) {
     CopyArray(in.shape() == out.shape() ? in : BroadcastTo(in, out.shape()), out);
     return Status::Ok();
   }
   // Math on bool and integers computes in float64 (the result dtype).
   const bool exact_input = in.dtype().is_bool() || in.dtype().is_integer();
-  const DType compute = exact_input && result.is_float() ? result : in.dtype();
+  // float16 computes in float32.
+  const DType in_type = in.dtype().is_float16() ? DType(DTypeId::kFloat32) : in.dtype();
+  const DType compute = exact_input && result.is_float() ? result : in_type;
   const ConstArrayView* inputs[] = {&in};
   const DType computes[] = {compute};
   VisitDType(compute, [&](auto tag) {

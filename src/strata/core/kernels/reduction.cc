@@ -4,6 +4,8 @@
 // reduction_moments.cc (var, std) and reduction_arg.cc (argmin, argmax).
 #include "strata/core/kernels/reduction.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -121,6 +123,12 @@ Result<std::shared_ptr<const ReductionKernel>> MakeReductionKernel(ReduceOp op, 
     return InvalidArgumentError(std::string(ReduceOpName(op)) + " is not defined for " +
                                 std::string(input.name()) + " input (" + std::string(why) + ")");
   };
+  if (!input.is_numeric()) {
+    return InvalidArgumentError(fmt::format(
+        "{} is not defined for {} input (a storage type: {})", ReduceOpName(op), input.ToString(),
+        input.is_float16() ? "convert it with astype(float32) first"
+                           : "fixed-length strings and bytes are not numbers"));
+  }
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kProd:

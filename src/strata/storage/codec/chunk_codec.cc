@@ -62,7 +62,8 @@ void ByteSwapView(const ArrayView& view, int component_size) {
   } while (NextIndex(idx, outer));
 }
 
-bool IsCrc32c(const BytesCodec& codec) { return std::holds_alternative<Crc32cSpec>(codec.spec()); }
+// A checksum appended after the bytes: encoded in place in spare room.
+bool AppendsChecksum(const BytesCodec& codec) { return codec.appends_checksum(); }
 
 }  // namespace
 
@@ -99,6 +100,10 @@ Result<std::shared_ptr<const ChunkCodec>> ChunkCodec::Make(ChunkEncoding encodin
     codec.codecs_.push_back(std::move(made).value());
   }
   codec.chunk_bytes_ = num_elements * esize;
+  codec.max_encoded_bytes_ = codec.chunk_bytes_;
+  for (const auto& c : codec.codecs_) {
+    codec.max_encoded_bytes_ = c->MaxEncodedSize(codec.max_encoded_bytes_);
+  }
   codec.needs_byteswap_ = encoding.endian != kNativeEndian && encoding.dtype.component_size() > 1;
   const bool keeps_layout =
       encoding.transpose.empty() || KeepsLayout(encoding.transpose, chunk_shape);
@@ -133,7 +138,7 @@ Result<std::shared_ptr<const ChunkCodec>> ChunkCodec::Make(ChunkEncoding encodin
     int current = (!keeps_layout || codec.needs_byteswap_) ? 1 : 0;
     peak = current;
     for (const auto& c : codec.codecs_) {
-      if (IsCrc32c(*c) && current == 1) continue;
+      if (AppendsChecksum(*c) && current == 1) continue;
       peak = std::max(peak, current + 1);
       current = 1;
     }
@@ -229,7 +234,7 @@ Result<Buffer> ChunkCodec::Encode(const ConstArrayView& chunk, MemoryPool& pool)
   // are appended in place instead of copying the whole buffer.
   auto checksum_room_after = [&](size_t stage) {
     int64_t room = 0;
-    for (size_t j = stage; j < codecs_.size() && IsCrc32c(*codecs_[j]); ++j) {
+    for (size_t j = stage; j < codecs_.size() && AppendsChecksum(*codecs_[j]); ++j) {
       room += codecs_[j]->MaxEncodedSize(0);
     }
     return room;
@@ -260,7 +265,7 @@ Result<Buffer> ChunkCodec::Encode(const ConstArrayView& chunk, MemoryPool& pool)
     const BytesCodec& codec = *codecs_[i];
     const int64_t len = static_cast<int64_t>(bytes.size());
     const int64_t needed = codec.MaxEncodedSize(len);
-    if (IsCrc32c(codec) && bytes.data() == current.data() && current.size() >= needed) {
+    if (AppendsChecksum(codec) && bytes.data() == current.data() && current.size() >= needed) {
       // Append the checksum in place.
       STRATA_ASSIGN_OR_RETURN(current_len, codec.EncodeInto(bytes, current.span().first(needed)));
     } else {

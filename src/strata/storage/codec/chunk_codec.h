@@ -36,6 +36,8 @@ class ChunkCodec {
   const Shape& chunk_shape() const { return chunk_shape_; }
   // Decoded bytes of one chunk.
   int64_t chunk_bytes() const { return chunk_bytes_; }
+  // An upper bound on the encoded bytes of one chunk.
+  int64_t max_encoded_bytes() const { return max_encoded_bytes_; }
 
   // True when stored bytes are exactly the C-order native-endian elements, so
   // a store can read them straight into a chunk buffer.
@@ -62,6 +64,7 @@ class ChunkCodec {
   ChunkEncoding encoding_;
   Shape chunk_shape_;
   int64_t chunk_bytes_ = 0;
+  int64_t max_encoded_bytes_ = 0;
   bool identity_ = false;
   bool needs_byteswap_ = false;
   int read_copies_ = 0;

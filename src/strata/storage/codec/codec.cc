@@ -94,6 +94,9 @@ Result<Buffer> BytesCodec::Decode(std::span<const std::byte> input, MemoryPool& 
   if (std::holds_alternative<ZstdSpec>(spec())) {
     return internal_codec::ZstdDecompressToNewBuffer(input, pool);
   }
+  if (std::holds_alternative<Bz2Spec>(spec())) {
+    return internal_codec::Bz2DecompressToNewBuffer(input, pool);
+  }
   return InternalError(
       fmt::format("{}: the decoded size is unknown and cannot be discovered", CodecName(spec())));
 }
@@ -113,6 +116,12 @@ Result<std::unique_ptr<const BytesCodec>> MakeBytesCodec(const BytesCodecSpec& s
           return internal_codec::MakeGzipCodec(s);
         } else if constexpr (std::is_same_v<S, Lz4Spec>) {
           return internal_codec::MakeLz4Codec(s);
+        } else if constexpr (std::is_same_v<S, Bz2Spec>) {
+          return internal_codec::MakeBz2Codec(s);
+        } else if constexpr (std::is_same_v<S, Checksum32Spec>) {
+          return internal_codec::MakeChecksum32Codec(s);
+        } else if constexpr (std::is_same_v<S, ShuffleSpec>) {
+          return internal_codec::MakeShuffleCodec(s);
         } else {
           static_assert(std::is_same_v<S, Crc32cSpec>);
           return internal_codec::MakeCrc32cCodec();

@@ -54,6 +54,8 @@ class BytesCodec {
   // checksum) after verifying it; they return true here and implement
   // DecodedSubrange, so that decoding costs no copy. DataLoss on a mismatch.
   virtual bool decodes_to_subrange() const { return false; }
+  // Checksums stored after the bytes: encoding can append them in place.
+  virtual bool appends_checksum() const { return false; }
   virtual Result<std::span<const std::byte>> DecodedSubrange(
       std::span<const std::byte> input) const;
 

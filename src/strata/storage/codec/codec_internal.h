@@ -29,6 +29,9 @@ Result<std::unique_ptr<const BytesCodec>> MakeZlibCodec(const ZlibSpec& spec);
 Result<std::unique_ptr<const BytesCodec>> MakeGzipCodec(const GzipSpec& spec);
 Result<std::unique_ptr<const BytesCodec>> MakeLz4Codec(const Lz4Spec& spec);
 std::unique_ptr<const BytesCodec> MakeCrc32cCodec();
+Result<std::unique_ptr<const BytesCodec>> MakeBz2Codec(const Bz2Spec& spec);
+Result<std::unique_ptr<const BytesCodec>> MakeChecksum32Codec(const Checksum32Spec& spec);
+Result<std::unique_ptr<const BytesCodec>> MakeShuffleCodec(const ShuffleSpec& spec);
 
 // Decoders for the case where neither the format nor the caller knows the
 // decoded size (a zlib or gzip stream that is not the innermost codec, a zstd
@@ -36,6 +39,7 @@ std::unique_ptr<const BytesCodec> MakeCrc32cCodec();
 // DataLoss on corrupt or truncated input.
 Result<Buffer> InflateToNewBuffer(std::span<const std::byte> input, bool gzip, MemoryPool& pool);
 Result<Buffer> ZstdDecompressToNewBuffer(std::span<const std::byte> input, MemoryPool& pool);
+Result<Buffer> Bz2DecompressToNewBuffer(std::span<const std::byte> input, MemoryPool& pool);
 
 // DataLoss "<codec>: encoded chunk decodes to <actual> bytes, expected <expected>".
 Status DecodedSizeMismatch(std::string_view codec, int64_t actual, int64_t expected);
@@ -74,6 +78,9 @@ uint32_t Crc32cPortable(std::span<const std::byte> data, uint32_t crc);
 bool Crc32cHardwareAvailable();
 // Requires Crc32cHardwareAvailable().
 uint32_t Crc32cHardware(std::span<const std::byte> data, uint32_t crc);
+
+// HDF5's Fletcher-32 as numcodecs computes it (exposed for known answers).
+uint32_t Fletcher32ForTest(std::span<const std::byte> data);
 
 }  // namespace strata::internal_codec
 

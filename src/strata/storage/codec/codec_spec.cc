@@ -132,6 +132,30 @@ Status ApplyOption(const Option& o, Crc32cSpec&) {
   return InvalidArgumentError(fmt::format("crc32c takes no options (got '{}')", o.key));
 }
 
+Status ApplyOption(const Option& o, Bz2Spec& s) { return ApplyLevel(o, s); }
+
+Status ApplyOption(const Option& o, Checksum32Spec& s) {
+  if (s.kind == Checksum32Spec::Kind::kFletcher32) {
+    return InvalidArgumentError(fmt::format("fletcher32 takes no options (got '{}')", o.key));
+  }
+  if (o.key != "location") return o.Unknown("location");
+  if (o.value == "start") {
+    s.at_start = true;
+  } else if (o.value == "end") {
+    s.at_start = false;
+  } else {
+    return InvalidArgumentError(
+        fmt::format("{} location '{}' is not start or end", o.codec, o.value));
+  }
+  return Status::Ok();
+}
+
+Status ApplyOption(const Option& o, ShuffleSpec& s) {
+  if (o.key != "elementsize") return o.Unknown("elementsize");
+  STRATA_ASSIGN_OR_RETURN(s.elementsize, o.AsInt<int>());
+  return Status::Ok();
+}
+
 // The default spec of codec `name`, or nullopt for an unknown name.
 std::optional<BytesCodecSpec> DefaultSpec(std::string_view name) {
   if (name == "blosc") return BloscSpec{};
@@ -140,6 +164,11 @@ std::optional<BytesCodecSpec> DefaultSpec(std::string_view name) {
   if (name == "gzip") return GzipSpec{};
   if (name == "lz4") return Lz4Spec{};
   if (name == "crc32c") return Crc32cSpec{};
+  if (name == "bz2") return Bz2Spec{};
+  if (name == "crc32") return Checksum32Spec{Checksum32Spec::Kind::kCrc32, true};
+  if (name == "adler32") return Checksum32Spec{Checksum32Spec::Kind::kAdler32, true};
+  if (name == "fletcher32") return Checksum32Spec{Checksum32Spec::Kind::kFletcher32, false};
+  if (name == "shuffle") return ShuffleSpec{};
   return std::nullopt;
 }
 
@@ -150,7 +179,9 @@ Result<BytesCodecSpec> ParseOneCodec(std::string_view text) {
   std::optional<BytesCodecSpec> default_spec = DefaultSpec(name);
   if (!default_spec) {
     return InvalidArgumentError(fmt::format(
-        "unknown codec '{}' (expected blosc, zstd, zlib, gzip, lz4, crc32c or none)", name));
+        "unknown codec '{}' (expected blosc, zstd, zlib, gzip, lz4, bz2, crc32c, crc32, adler32, "
+        "fletcher32, shuffle or none)",
+        name));
   }
   BytesCodecSpec spec = std::move(*default_spec);
   if (colon != std::string_view::npos) {
@@ -186,8 +217,23 @@ std::string_view CodecName(const BytesCodecSpec& spec) {
         if constexpr (std::is_same_v<S, GzipSpec>) return "gzip";
         if constexpr (std::is_same_v<S, Lz4Spec>) return "lz4";
         if constexpr (std::is_same_v<S, Crc32cSpec>) return "crc32c";
+        if constexpr (std::is_same_v<S, Bz2Spec>) return "bz2";
+        if constexpr (std::is_same_v<S, ShuffleSpec>) return "shuffle";
+        if constexpr (std::is_same_v<S, Checksum32Spec>) {
+          switch (s.kind) {
+            case Checksum32Spec::Kind::kCrc32: return "crc32";
+            case Checksum32Spec::Kind::kAdler32: return "adler32";
+            case Checksum32Spec::Kind::kCrc32c: return "crc32c";
+            case Checksum32Spec::Kind::kFletcher32: return "fletcher32";
+          }
+          return "checksum";
+        }
       },
       spec);
+}
+
+bool IsChecksumCodec(const BytesCodecSpec& spec) {
+  return std::holds_alternative<Crc32cSpec>(spec) || std::holds_alternative<Checksum32Spec>(spec);
 }
 
 std::string DescribeCodec(const BytesCodecSpec& spec) {
@@ -209,6 +255,14 @@ std::string DescribeCodec(const BytesCodecSpec& spec) {
           return fmt::format("gzip(level={})", s.level);
         } else if constexpr (std::is_same_v<S, Lz4Spec>) {
           return fmt::format("lz4(acceleration={})", s.acceleration);
+        } else if constexpr (std::is_same_v<S, Bz2Spec>) {
+          return fmt::format("bz2(level={})", s.level);
+        } else if constexpr (std::is_same_v<S, ShuffleSpec>) {
+          return fmt::format("shuffle(elementsize={})", s.elementsize);
+        } else if constexpr (std::is_same_v<S, Checksum32Spec>) {
+          if (s.kind == Checksum32Spec::Kind::kFletcher32) return "fletcher32";
+          return fmt::format("{}(location={})", CodecName(BytesCodecSpec(s)),
+                             s.at_start ? "start" : "end");
         } else {
           return "crc32c";
         }

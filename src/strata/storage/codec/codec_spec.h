@@ -60,10 +60,40 @@ struct Crc32cSpec {
   friend bool operator==(const Crc32cSpec&, const Crc32cSpec&) = default;
 };
 
-using BytesCodecSpec = std::variant<BloscSpec, ZstdSpec, ZlibSpec, GzipSpec, Lz4Spec, Crc32cSpec>;
+// numcodecs.BZ2: one bzip2 stream.
+struct Bz2Spec {
+  int level = 1;  // 1..9
+  friend bool operator==(const Bz2Spec&, const Bz2Spec&) = default;
+};
 
-// The codec's name as Zarr spells it: "blosc", "zstd", "zlib", "gzip", "lz4", "crc32c".
+// numcodecs' 32-bit checksums: the bytes with their 4-byte little-endian
+// checksum before ("start") or after ("end") them. numcodecs' defaults: crc32
+// and adler32 at the start, crc32c at the end; fletcher32 (HDF5's, on 16-bit
+// big-endian words) is always at the end.
+struct Checksum32Spec {
+  enum class Kind { kCrc32, kAdler32, kCrc32c, kFletcher32 };
+  Kind kind = Kind::kCrc32;
+  bool at_start = true;
+  friend bool operator==(const Checksum32Spec&, const Checksum32Spec&) = default;
+};
+
+// numcodecs.Shuffle: the bytes regrouped by their position within each
+// `elementsize`-byte element (byte 0 of every element, then byte 1, ...).
+struct ShuffleSpec {
+  int elementsize = 4;  // numcodecs' default
+  friend bool operator==(const ShuffleSpec&, const ShuffleSpec&) = default;
+};
+
+using BytesCodecSpec = std::variant<BloscSpec, ZstdSpec, ZlibSpec, GzipSpec, Lz4Spec, Crc32cSpec,
+                                    Bz2Spec, Checksum32Spec, ShuffleSpec>;
+
+// The codec's name as numcodecs (and the CLI) spells it: "blosc", "zstd",
+// "zlib", "gzip", "lz4", "crc32c", "bz2", "crc32", "adler32", "fletcher32",
+// "shuffle". A Checksum32Spec of kind kCrc32c is also "crc32c".
 std::string_view CodecName(const BytesCodecSpec& spec);
+
+// The checksum codecs (they decode to a sub-range of their input).
+bool IsChecksumCodec(const BytesCodecSpec& spec);
 
 // A short human description: "blosc(cname=lz4, clevel=5, shuffle=byte)".
 std::string DescribeCodec(const BytesCodecSpec& spec);
@@ -83,7 +113,9 @@ struct ChunkEncoding {
 };
 
 // Parses the CLI's codec syntax: "none", "blosc", "blosc:cname=zstd,clevel=3,shuffle=bit",
-// "zstd:level=5", "zlib:level=6", "gzip", "lz4:acceleration=2", "crc32c".
+// "zstd:level=5", "zlib:level=6", "gzip", "lz4:acceleration=2", "crc32c", "bz2:level=9",
+// "crc32[:location=start|end]", "adler32[:location=...]", "fletcher32",
+// "shuffle:elementsize=8".
 // Several codecs are joined with '+': "zstd+crc32c". Returns the list of
 // bytes codecs (empty for "none"). InvalidArgument names the bad part.
 Result<std::vector<BytesCodecSpec>> ParseCodecArgument(std::string_view text);

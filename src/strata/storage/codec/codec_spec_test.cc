@@ -59,7 +59,13 @@ TEST(ParseCodecArgumentTest, ErrorsNameTheBadPart) {
   const std::pair<std::string_view, std::string_view> cases[] = {
       {"", "empty codec argument"},
       {"   ", "empty codec argument"},
-      {"snappy", "unknown codec 'snappy' (expected blosc, zstd, zlib, gzip, lz4, crc32c or none)"},
+      {"snappy",
+       "unknown codec 'snappy' (expected blosc, zstd, zlib, gzip, lz4, bz2, crc32c, crc32, "
+       "adler32, fletcher32, shuffle or none)"},
+      {"bz2:level=0", "bz2 level 0 out of range 1..9"},
+      {"crc32:location=middle", "crc32 location 'middle' is not start or end"},
+      {"fletcher32:location=end", "fletcher32 takes no options"},
+      {"shuffle:size=4", "unknown shuffle option 'size' (expected elementsize)"},
       {"Blosc", "unknown codec 'Blosc'"},
       {"none+zstd", "'none' cannot be combined with other codecs"},
       {"zstd++crc32c", "empty codec in 'zstd++crc32c'"},

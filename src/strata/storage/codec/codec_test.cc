@@ -76,6 +76,17 @@ std::vector<CodecCase> AllCodecCases() {
     cases.push_back({fmt::format("zlib_level{}", level), ZlibSpec{level}});
     cases.push_back({fmt::format("gzip_level{}", level), GzipSpec{level}});
   }
+  for (int level : {1, 9}) cases.push_back({fmt::format("bz2_level{}", level), Bz2Spec{level}});
+  using K = Checksum32Spec::Kind;
+  for (bool at_start : {true, false}) {
+    const char* where = at_start ? "start" : "end";
+    cases.push_back({fmt::format("crc32_{}", where), Checksum32Spec{K::kCrc32, at_start}});
+    cases.push_back({fmt::format("adler32_{}", where), Checksum32Spec{K::kAdler32, at_start}});
+    cases.push_back({fmt::format("numcodecs_crc32c_{}", where), Checksum32Spec{K::kCrc32c, at_start}});
+  }
+  cases.push_back({"fletcher32", Checksum32Spec{K::kFletcher32, false}});
+  // (Shuffle is a permutation without framing: it cannot notice corruption,
+  // so it has its own tests below instead of this suite.)
   cases.push_back({"lz4_acceleration1", Lz4Spec{1}});
   cases.push_back({"lz4_acceleration8", Lz4Spec{8}});
   cases.push_back({"crc32c", Crc32cSpec{}});
@@ -158,7 +169,9 @@ TEST_P(BytesCodecConformanceTest, WrongDecodedSizeIsDataLossNamingBothSizes) {
   // The message of the common case reads naturally.
   std::vector<std::byte> small(800);
   Status s = codec->DecodeInto(Span(encoded), Span(small));
-  if (!std::holds_alternative<ZlibSpec>(spec()) && !std::holds_alternative<GzipSpec>(spec())) {
+  // Streams without a recorded size (zlib, gzip, bz2) only know it is more.
+  if (!std::holds_alternative<ZlibSpec>(spec()) && !std::holds_alternative<GzipSpec>(spec()) &&
+      !std::holds_alternative<Bz2Spec>(spec())) {
     EXPECT_EQ(s.message(),
               fmt::format("{}: encoded chunk decodes to 8000 bytes, expected 800", name()));
   } else {
@@ -407,6 +420,100 @@ TEST(NumcodecsKnownAnswerTest, EncodesTheSameBytesAsNumcodecs) {
     }
     EXPECT_EQ(encoded, expected);
   }
+}
+
+// bzip2 streams made by numcodecs 0.11 (Python's bz2, libbz2 1.0.8) from
+// KnownInt32Data: both levels give the same stream for data this small.
+constexpr std::string_view kBz2Level1And9 =
+    "425a6831314159265359c0f551000000007effd888c88888d11111400000404000404000404000404000404000404000"
+    "4020009031a62308d30000037aaa4007a9a0f500f503d4c2a324924a0a0a0a0a0a8a0a8dc2a31151bc5463c861249249"
+    "f87d1f07b1987a16161616161a05c5c5c5c5c5c6891097861249fc5dc914e1424303d54400";
+
+TEST(NumcodecsKnownAnswerTest, Bz2DecodesAndEncodesNumcodecsBytes) {
+  const auto input = KnownInt32Data();
+  auto expected = FromHex(kBz2Level1And9);
+  auto codec = MakeOrDie(Bz2Spec{1});
+  EXPECT_EQ(EncodeOrDie(*codec, input), expected);
+  std::vector<std::byte> decoded(input.size());
+  ASSERT_TRUE(codec->DecodeInto(Span(expected), Span(decoded)).ok());
+  EXPECT_EQ(decoded, input);
+  // "h9" in the header is the only difference a level makes here.
+  expected[3] = std::byte{'9'};
+  EXPECT_EQ(EncodeOrDie(*MakeOrDie(Bz2Spec{9}), input), expected);
+  auto grown = codec->Decode(Span(expected), Pool());
+  ASSERT_TRUE(grown.ok()) << grown.status().ToString();
+  EXPECT_EQ(ToVector(*grown), input);
+  // Two concatenated streams decode as Python's bz2.decompress does.
+  std::vector<std::byte> twice = expected;
+  twice.insert(twice.end(), expected.begin(), expected.end());
+  std::vector<std::byte> both(2 * input.size());
+  ASSERT_TRUE(codec->DecodeInto(Span(twice), Span(both)).ok());
+  // Too little room, and too much, are size mismatches.
+  std::vector<std::byte> small(input.size() - 1);
+  EXPECT_EQ(codec->DecodeInto(Span(expected), Span(small)).code(), StatusCode::kDataLoss);
+  std::vector<std::byte> big(input.size() + 1);
+  Status s = codec->DecodeInto(Span(expected), Span(big));
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("decodes to 1024 bytes, expected 1025"), std::string_view::npos)
+      << s.message();
+}
+
+TEST(NumcodecsKnownAnswerTest, ChecksumsMatchNumcodecs) {
+  // numcodecs 0.11's CRC32()/Adler32() of KnownInt32Data: the checksum first.
+  const auto input = KnownInt32Data();
+  using K = Checksum32Spec::Kind;
+  const std::pair<Checksum32Spec, std::string_view> cases[] = {
+      {{K::kCrc32, true}, "443edda1"},
+      {{K::kAdler32, true}, "57a9bb30"},
+  };
+  for (const auto& [spec, hex] : cases) {
+    SCOPED_TRACE(CodecName(spec));
+    auto encoded = EncodeOrDie(*MakeOrDie(spec), input);
+    ASSERT_EQ(encoded.size(), input.size() + 4);
+    EXPECT_EQ(std::vector<std::byte>(encoded.begin(), encoded.begin() + 4), FromHex(hex));
+    EXPECT_EQ(std::vector<std::byte>(encoded.begin() + 4, encoded.end()), input);
+    Checksum32Spec at_end = spec;
+    at_end.at_start = false;
+    auto tail = EncodeOrDie(*MakeOrDie(at_end), input);
+    EXPECT_EQ(std::vector<std::byte>(tail.end() - 4, tail.end()), FromHex(hex));
+  }
+  // numcodecs' test_fletcher32.py test_known: ten little-endian int64 and
+  // their HDF5 Fletcher-32, appended.
+  auto fletcher = FromHex(
+      "7707000000000000" "85f6ffffffffffff" "6907000000000000" "94f6ffffffffffff"
+      "8809000000000000" "6903000000000000" "93fdffffffffffff" "c3fcffffffffffff"
+      "2702000000000000" "baf7ffffffffffff" "fd258664");
+  auto codec = MakeOrDie(Checksum32Spec{K::kFletcher32, false});
+  auto data = codec->DecodedSubrange(Span(fletcher));
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  int64_t first;
+  std::memcpy(&first, data->data(), 8);
+  EXPECT_EQ(first, 1911);
+  EXPECT_EQ(data->size(), 80u);
+  fletcher[3] ^= std::byte{1};
+  EXPECT_TRUE(StatusIs(codec->DecodedSubrange(Span(fletcher)).status(), StatusCode::kDataLoss,
+                       "fletcher32: checksum mismatch over 80 bytes"));
+  EXPECT_FALSE(MakeBytesCodec(Checksum32Spec{K::kFletcher32, true}, 1).ok());
+}
+
+TEST(NumcodecsKnownAnswerTest, ShuffleGroupsBytesBySignificance) {
+  const auto input = KnownInt32Data();  // 256 little-endian int32
+  auto encoded = EncodeOrDie(*MakeOrDie(ShuffleSpec{4}), input);
+  ASSERT_EQ(encoded.size(), input.size());
+  for (size_t i = 0; i < 256; ++i) {
+    for (size_t j = 0; j < 4; ++j) ASSERT_EQ(encoded[j * 256 + i], input[i * 4 + j]);
+  }
+  // numcodecs 0.11's Shuffle(4) starts with the low bytes of 0, 1000, 2000, ...
+  EXPECT_EQ(std::vector<std::byte>(encoded.begin(), encoded.begin() + 4), FromHex("00e8d0b8"));
+  for (int es : {1, 2, 4, 8, 16}) {
+    auto round_trip = MakeOrDie(ShuffleSpec{es});
+    std::vector<std::byte> decoded(input.size());
+    ASSERT_TRUE(round_trip->DecodeInto(Span(EncodeOrDie(*round_trip, input)), Span(decoded)).ok());
+    EXPECT_EQ(decoded, input) << es;
+  }
+  std::vector<std::byte> odd(7);
+  EXPECT_EQ(MakeOrDie(ShuffleSpec{4})->Encode(Span(odd), Pool()).status().code(),
+            StatusCode::kDataLoss);
 }
 
 // ---------------------------------------------------------------- framing

@@ -74,6 +74,7 @@ class Crc32cCodec final : public BytesCodec {
   }
 
   bool decodes_to_subrange() const override { return true; }
+  bool appends_checksum() const override { return true; }
 
   Result<std::span<const std::byte>> DecodedSubrange(
       std::span<const std::byte> input) const override {

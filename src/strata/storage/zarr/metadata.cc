@@ -30,6 +30,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+
+#include "strata/core/float16.h"
 #include <variant>
 
 #include "strata/storage/zarr/json_util.h"
@@ -418,6 +420,172 @@ Status ParseFloatComponent(const OrderedJson& value, int size, ZarrFormat format
   return Status::Ok();
 }
 
+// Standard base64 (RFC 4648 with padding), as Python's base64.standard_b64*
+// which zarr-python uses for the fill values of bytes types.
+std::string Base64Encode(std::span<const std::byte> bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (std::to_integer<uint32_t>(bytes[i]) << 16) |
+                       (std::to_integer<uint32_t>(bytes[i + 1]) << 8) |
+                       std::to_integer<uint32_t>(bytes[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = std::to_integer<uint32_t>(bytes[i]) << 16;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (std::to_integer<uint32_t>(bytes[i]) << 16) |
+                       (std::to_integer<uint32_t>(bytes[i + 1]) << 8);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::vector<std::byte>> Base64Decode(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::vector<std::byte> out;
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else if (pad > 0 || (v[k] = value(c)) < 0) {
+        return std::nullopt;
+      }
+    }
+    const uint32_t word = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(std::byte(word >> 16));
+    if (pad < 2) out.push_back(std::byte((word >> 8) & 0xff));
+    if (pad < 1) out.push_back(std::byte(word & 0xff));
+  }
+  return out;
+}
+
+// Decodes UTF-8 into code points; nullopt when malformed.
+std::optional<std::vector<uint32_t>> DecodeUtf8(std::string_view text) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const int extra =
+        c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+    if (extra < 0) return std::nullopt;
+    uint32_t cp = extra == 0 ? c : c & (0x3f >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= text.size()) return std::nullopt;
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d >> 6) != 2) return std::nullopt;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    out.push_back(cp);
+    i += extra + 1;
+  }
+  return out;
+}
+
+std::string EncodeUtf8(std::span<const uint32_t> code_points) {
+  std::string out;
+  for (uint32_t cp : code_points) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | ((cp >> 18) & 0x07));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  return out;
+}
+
+// A float16 fill value: a number, "NaN", "Infinity", "-Infinity", or in v3
+// "0x7e00" (the raw bits).
+Status ParseHalfFill(const OrderedJson& value, ZarrFormat format, const Doc& doc,
+                     std::byte* out) {
+  if (format == ZarrFormat::kV3 && value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    if (text.size() == 6 && (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0X")) {
+      uint32_t bits = 0;
+      auto [ptr, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), bits, 16);
+      if (ec != std::errc() || ptr != text.data() + text.size()) {
+        return doc.Invalid("'fill_value' {} is not a valid hexadecimal float", Excerpt(value));
+      }
+      StoreLittleEndian(static_cast<uint16_t>(bits), out);
+      return Status::Ok();
+    }
+  }
+  // Through float64, then numpy's rounding to float16.
+  std::byte wide[8];
+  STRATA_RETURN_IF_ERROR(ParseFloatComponent(value, 8, format, "fill_value", doc, wide));
+  StoreLittleEndian(DoubleToHalf(LoadLittleEndian<double>(wide)), out);
+  return Status::Ok();
+}
+
+// A fill value of a fixed-length type: unicode as the string itself; bytes
+// and raw bytes as base64 (what zarr-python writes in v2 and v3). 0 means the
+// all-zero element too (zarr-python 2 writes it for arrays created with the
+// default fill value).
+Status ParseFixedLengthFill(const OrderedJson& value, DType dtype, const Doc& doc,
+                            std::byte* out) {
+  const size_t size = static_cast<size_t>(dtype.size());
+  std::memset(out, 0, size);
+  if (AsInt64(value) == 0) return Status::Ok();
+  if (!value.is_string()) {
+    return doc.Invalid("'fill_value' must be a string for data type {}, got {}", dtype.ToString(),
+                       Excerpt(value));
+  }
+  const std::string& text = value.get_ref<const std::string&>();
+  if (dtype.id() == DTypeId::kFixedUnicode) {
+    std::optional<std::vector<uint32_t>> cps = DecodeUtf8(text);
+    if (!cps.has_value()) return doc.Invalid("'fill_value' {} is not valid UTF-8", Excerpt(value));
+    if (static_cast<int>(cps->size()) > dtype.length()) {
+      return doc.Invalid("'fill_value' {} is longer than {} characters", Excerpt(value),
+                         dtype.length());
+    }
+    if (!cps->empty()) std::memcpy(out, cps->data(), cps->size() * 4);
+    return Status::Ok();
+  }
+  std::optional<std::vector<std::byte>> bytes = Base64Decode(text);
+  if (!bytes.has_value()) {
+    return doc.Invalid("'fill_value' {} is not base64 (the encoding of {} fill values)",
+                       Excerpt(value), dtype.ToString());
+  }
+  if (bytes->size() > size) {
+    return doc.Invalid("'fill_value' {} decodes to {} bytes, more than the {} of {}",
+                       Excerpt(value), bytes->size(), size, dtype.ToString());
+  }
+  if (!bytes->empty()) std::memcpy(out, bytes->data(), bytes->size());
+  return Status::Ok();
+}
+
 // Parses an integer fill value, checking it fits `dtype`. Integral floats
 // ("0.0") are accepted since numpy would read them the same way.
 Status ParseIntegerFill(const OrderedJson& value, DType dtype, std::string_view field,
@@ -486,11 +654,16 @@ Result<FillValue> ParseFillValue(const OrderedJson& value, DType dtype, ZarrForm
     return fill;
   }
   std::byte* out = fill.bytes.data();
-  if (dtype.is_bool()) {
+  if (dtype.is_fixed_length()) {
+    STRATA_RETURN_IF_ERROR(ParseFixedLengthFill(value, dtype, doc, out));
+  } else if (dtype.is_float16()) {
+    STRATA_RETURN_IF_ERROR(ParseHalfFill(value, format, doc, out));
+  } else if (dtype.is_bool()) {
     if (value.is_boolean()) {
       out[0] = std::byte{value.get<bool>() ? uint8_t{1} : uint8_t{0}};
-    } else if (format == ZarrFormat::kV2 && AsInt64(value).has_value() &&
-               (*AsInt64(value) == 0 || *AsInt64(value) == 1)) {
+    } else if (AsInt64(value).has_value() && (*AsInt64(value) == 0 || *AsInt64(value) == 1)) {
+      // zarr-python writes 0/1 for bool fill values in v2, and some v3
+      // writers do too.
       out[0] = std::byte{static_cast<uint8_t>(*AsInt64(value))};
     } else {
       return doc.Invalid("'fill_value' must be true or false for data type bool, got {}",
@@ -550,6 +723,30 @@ J FillValueToJson(const FillValue& fill, DType dtype, ZarrFormat format) {
   const std::byte* in = fill.bytes.size() == static_cast<size_t>(dtype.size()) ? fill.bytes.data()
                                                                                : zero.bytes.data();
   switch (dtype.id()) {
+    case DTypeId::kFloat16: {
+      const uint16_t bits = LoadLittleEndian<uint16_t>(in);
+      const double d = HalfToDouble(bits);
+      if (std::isnan(d)) {
+        if (format == ZarrFormat::kV2 || bits == 0x7e00) return J("NaN");
+        return J(fmt::format("0x{:04x}", bits));
+      }
+      if (std::isinf(d)) return J(d > 0 ? "Infinity" : "-Infinity");
+      return J(RawString(PythonFloatRepr(d)));
+    }
+    case DTypeId::kFixedUnicode: {
+      std::vector<uint32_t> cps(static_cast<size_t>(dtype.length()));
+      std::memcpy(cps.data(), in, cps.size() * 4);
+      while (!cps.empty() && cps.back() == 0) cps.pop_back();
+      return J(EncodeUtf8(cps));
+    }
+    case DTypeId::kFixedBytes: {
+      // numpy drops trailing NULs of "S" scalars; zarr-python encodes what is left.
+      size_t n = static_cast<size_t>(dtype.size());
+      while (n > 0 && in[n - 1] == std::byte{0}) --n;
+      return J(Base64Encode({in, n}));
+    }
+    case DTypeId::kRawBytes:
+      return J(Base64Encode({in, static_cast<size_t>(dtype.size())}));
     case DTypeId::kBool:
       return J(in[0] != std::byte{0});
     case DTypeId::kInt8:
@@ -634,37 +831,40 @@ Status CheckBloscCname(const std::string& cname, const Doc& doc) {
   return Status::Ok();
 }
 
-// numcodecs' configuration keys, with numcodecs' defaults for absent keys
-// (numcodecs builds the codec as Codec(**config)).
-Result<std::optional<BytesCodecSpec>> ParseV2Compressor(const OrderedJson& value, const Doc& doc) {
-  if (value.is_null()) return std::optional<BytesCodecSpec>();
+// A numcodecs codec from its configuration object (the v2 "compressor" or a
+// "filters" entry, with its "id"; or the configuration of a v3
+// "numcodecs.<id>" codec with the id added), with numcodecs' defaults for
+// absent keys (numcodecs builds the codec as Codec(**config)). `field` names
+// the object in messages ("compressor", "filters[0]", "codecs[1]").
+Result<BytesCodecSpec> ParseNumcodecsCodec(const OrderedJson& value, std::string_view field,
+                                           const Doc& doc) {
   const OrderedJson* id_value = value.is_object() ? Find(value, "id") : nullptr;
   if (id_value == nullptr || !id_value->is_string()) {
-    return doc.Invalid("'compressor' must be null or an object with a string 'id', got {}",
-                       Excerpt(value));
+    return doc.Invalid("'{}' must be an object with a string 'id', got {}", field, Excerpt(value));
   }
   const std::string id = id_value->get<std::string>();
-  std::string what = fmt::format("compressor '{}'", id);
+  std::string what = fmt::format("{} '{}'", field, id);
   auto read_int = [&](std::string_view key, int64_t lo, int64_t hi,
                       int64_t fallback) -> Result<int64_t> {
     const OrderedJson* v = Find(value, key);
-    if (v == nullptr) return fallback;
-    return ReadInt(*v, fmt::format("compressor.{}", key), lo, hi, doc);
+    if (v == nullptr || v->is_null()) return fallback;
+    return ReadInt(*v, fmt::format("{}.{}", field, key), lo, hi, doc);
   };
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   constexpr int64_t kIntMin = std::numeric_limits<int>::min();
   if (id == "blosc") {
-    STRATA_RETURN_IF_ERROR(
-        CheckKnownKeys(value, {"id", "cname", "clevel", "shuffle", "blocksize"}, what, doc));
+    STRATA_RETURN_IF_ERROR(CheckKnownKeys(
+        value, {"id", "cname", "clevel", "shuffle", "blocksize", "typesize"}, what, doc));
     BloscSpec spec;
     if (const OrderedJson* cname = Find(value, "cname")) {
-      STRATA_ASSIGN_OR_RETURN(spec.cname, ReadString(*cname, "compressor.cname", doc));
+      STRATA_ASSIGN_OR_RETURN(spec.cname, ReadString(*cname, fmt::format("{}.cname", field), doc));
       STRATA_RETURN_IF_ERROR(CheckBloscCname(spec.cname, doc));
     }
     STRATA_ASSIGN_OR_RETURN(spec.clevel, read_int("clevel", 0, 9, spec.clevel));
     STRATA_ASSIGN_OR_RETURN(spec.shuffle, read_int("shuffle", -1, 2, spec.shuffle));
     STRATA_ASSIGN_OR_RETURN(spec.blocksize, read_int("blocksize", 0, kIntMax, spec.blocksize));
-    return std::optional<BytesCodecSpec>(spec);
+    STRATA_ASSIGN_OR_RETURN(spec.typesize, read_int("typesize", 0, 255, spec.typesize));
+    return BytesCodecSpec(spec);
   }
   if (id == "zstd") {
     // numcodecs >= 0.12 also writes "checksum".
@@ -672,62 +872,126 @@ Result<std::optional<BytesCodecSpec>> ParseV2Compressor(const OrderedJson& value
     ZstdSpec spec;
     STRATA_ASSIGN_OR_RETURN(spec.level, read_int("level", -131072, 22, spec.level));
     if (const OrderedJson* checksum = Find(value, "checksum")) {
-      STRATA_ASSIGN_OR_RETURN(spec.checksum, ReadBool(*checksum, "compressor.checksum", doc));
+      STRATA_ASSIGN_OR_RETURN(spec.checksum,
+                              ReadBool(*checksum, fmt::format("{}.checksum", field), doc));
     }
-    return std::optional<BytesCodecSpec>(spec);
+    return BytesCodecSpec(spec);
   }
-  if (id == "zlib") {
+  if (id == "zlib" || id == "gzip" || id == "bz2") {
     STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id", "level"}, what, doc));
+    if (id == "bz2") {
+      Bz2Spec spec;
+      STRATA_ASSIGN_OR_RETURN(spec.level, read_int("level", 1, 9, spec.level));
+      return BytesCodecSpec(spec);
+    }
     ZlibSpec spec;
     STRATA_ASSIGN_OR_RETURN(spec.level, read_int("level", 0, 9, spec.level));
-    return std::optional<BytesCodecSpec>(spec);
-  }
-  if (id == "gzip") {
-    STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id", "level"}, what, doc));
-    GzipSpec spec;
-    STRATA_ASSIGN_OR_RETURN(spec.level, read_int("level", 0, 9, spec.level));
-    return std::optional<BytesCodecSpec>(spec);
+    if (id == "gzip") return BytesCodecSpec(GzipSpec{spec.level});
+    return BytesCodecSpec(spec);
   }
   if (id == "lz4") {
     STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id", "acceleration"}, what, doc));
     Lz4Spec spec;
     STRATA_ASSIGN_OR_RETURN(spec.acceleration,
                             read_int("acceleration", kIntMin, kIntMax, spec.acceleration));
-    return std::optional<BytesCodecSpec>(spec);
+    return BytesCodecSpec(spec);
+  }
+  if (id == "crc32" || id == "adler32" || id == "crc32c" || id == "fletcher32") {
+    Checksum32Spec spec;
+    spec.kind = id == "crc32"     ? Checksum32Spec::Kind::kCrc32
+                : id == "adler32" ? Checksum32Spec::Kind::kAdler32
+                : id == "crc32c"  ? Checksum32Spec::Kind::kCrc32c
+                                  : Checksum32Spec::Kind::kFletcher32;
+    spec.at_start = spec.kind == Checksum32Spec::Kind::kCrc32 ||
+                    spec.kind == Checksum32Spec::Kind::kAdler32;
+    if (spec.kind == Checksum32Spec::Kind::kFletcher32) {
+      STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id"}, what, doc));
+      return BytesCodecSpec(spec);
+    }
+    STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id", "location"}, what, doc));
+    if (const OrderedJson* location = Find(value, "location");
+        location != nullptr && !location->is_null()) {
+      if (*location == "start") {
+        spec.at_start = true;
+      } else if (*location == "end") {
+        spec.at_start = false;
+      } else {
+        return doc.Invalid("'{}.location' must be \"start\" or \"end\", got {}", field,
+                           Excerpt(*location));
+      }
+    }
+    return BytesCodecSpec(spec);
+  }
+  if (id == "shuffle") {
+    STRATA_RETURN_IF_ERROR(CheckKnownKeys(value, {"id", "elementsize"}, what, doc));
+    ShuffleSpec spec;
+    STRATA_ASSIGN_OR_RETURN(spec.elementsize, read_int("elementsize", 0, 1 << 16, spec.elementsize));
+    return BytesCodecSpec(spec);
   }
   return InvalidArgumentError(fmt::format(
-      "unsupported Zarr v2 compressor '{}' in {} (Strata reads blosc, zstd, zlib, gzip and lz4)",
-      id, doc.name));
+      "unsupported codec '{}' ({}) in {} (Strata reads the numcodecs codecs blosc, zstd, zlib, "
+      "gzip, bz2, lz4, crc32, adler32, crc32c, fletcher32 and shuffle)",
+      id, field, doc.name));
 }
 
-SortedJson V2CompressorToJson(const BytesCodecSpec& codec) {
-  SortedJson j = SortedJson::object();
+// BloscSpec spells "the element size" as typesize 0, so that the same codec
+// read from v2 (where typesize is implicit) and v3 compares equal.
+void NormalizeBloscTypesize(ChunkEncoding& encoding) {
+  for (BytesCodecSpec& codec : encoding.bytes_codecs) {
+    if (auto* blosc = std::get_if<BloscSpec>(&codec);
+        blosc != nullptr && blosc->typesize == encoding.dtype.size()) {
+      blosc->typesize = 0;
+    }
+  }
+}
+
+Result<std::optional<BytesCodecSpec>> ParseV2Compressor(const OrderedJson& value, const Doc& doc) {
+  if (value.is_null()) return std::optional<BytesCodecSpec>();
+  if (!value.is_object() || Find(value, "id") == nullptr) {
+    return doc.Invalid("'compressor' must be null or an object with a string 'id', got {}",
+                       Excerpt(value));
+  }
+  STRATA_ASSIGN_OR_RETURN(BytesCodecSpec spec, ParseNumcodecsCodec(value, "compressor", doc));
+  return std::optional<BytesCodecSpec>(std::move(spec));
+}
+
+// The numcodecs configuration of `codec`, "id" included (v2 compressors and
+// filters; v3 "numcodecs.*" codecs drop the id).
+template <typename J>
+J NumcodecsConfigToJson(const BytesCodecSpec& codec) {
+  J j = J::object();
+  j["id"] = std::string(CodecName(codec));
   std::visit(
       [&](const auto& spec) {
         using T = std::decay_t<decltype(spec)>;
         if constexpr (std::is_same_v<T, BloscSpec>) {
-          j["id"] = "blosc";
           j["cname"] = spec.cname;
           j["clevel"] = spec.clevel;
           j["shuffle"] = spec.shuffle;
           j["blocksize"] = spec.blocksize;
         } else if constexpr (std::is_same_v<T, ZstdSpec>) {
-          j["id"] = "zstd";
           j["level"] = spec.level;
           // numcodecs < 0.12 has no checksum argument and would refuse the key.
           if (spec.checksum) j["checksum"] = true;
-        } else if constexpr (std::is_same_v<T, ZlibSpec>) {
-          j["id"] = "zlib";
-          j["level"] = spec.level;
-        } else if constexpr (std::is_same_v<T, GzipSpec>) {
-          j["id"] = "gzip";
+        } else if constexpr (std::is_same_v<T, ZlibSpec> || std::is_same_v<T, GzipSpec> ||
+                             std::is_same_v<T, Bz2Spec>) {
           j["level"] = spec.level;
         } else if constexpr (std::is_same_v<T, Lz4Spec>) {
-          j["id"] = "lz4";
           j["acceleration"] = spec.acceleration;
+        } else if constexpr (std::is_same_v<T, Checksum32Spec>) {
+          // numcodecs < 0.13 has no location argument: write it only when it
+          // is not the default.
+          const bool default_start = spec.kind == Checksum32Spec::Kind::kCrc32 ||
+                                     spec.kind == Checksum32Spec::Kind::kAdler32;
+          if (spec.kind != Checksum32Spec::Kind::kFletcher32 && spec.at_start != default_start) {
+            j["location"] = spec.at_start ? "start" : "end";
+          }
+        } else if constexpr (std::is_same_v<T, ShuffleSpec>) {
+          j["elementsize"] = spec.elementsize;
         } else {
-          // Crc32cSpec: refused by Validate() for v2.
-          j["id"] = "crc32c";
+          static_assert(std::is_same_v<T, Crc32cSpec>);
+          // numcodecs.CRC32C (numcodecs >= 0.14): the checksum at the end,
+          // the same bytes as Zarr v3's crc32c.
         }
       },
       codec);
@@ -770,16 +1034,134 @@ Result<NamedConfiguration> ReadNamedConfiguration(const OrderedJson& value, std:
   return out;
 }
 
+// A v3 data_type: a name ("float64", "float16"), or one of zarr-python 3's
+// fixed-length types, {"name": "fixed_length_utf32" | "null_terminated_bytes"
+// | "raw_bytes", "configuration": {"length_bytes": N}}.
+Result<DType> ParseV3DataType(const OrderedJson& value, const Doc& doc) {
+  constexpr std::string_view kSupported =
+      "Strata supports bool, integers, float16/32/64, complex64/128, fixed_length_utf32, "
+      "null_terminated_bytes and raw_bytes";
+  if (value.is_string()) {
+    const std::string& name = value.get_ref<const std::string&>();
+    // numpy's "S7"/"U13"/"V8" spellings are not v3 names.
+    Result<DType> dtype = ParseDTypeName(name);
+    if (!dtype.ok() || dtype->is_fixed_length()) {
+      return InvalidArgumentError(
+          fmt::format("unsupported data_type '{}' in {} ({})", name, doc.name, kSupported));
+    }
+    return *dtype;
+  }
+  const OrderedJson* name = value.is_object() ? Find(value, "name") : nullptr;
+  if (name == nullptr || !name->is_string()) {
+    return doc.Invalid("'data_type' must be a name or an object with a string 'name', got {}",
+                       Excerpt(value));
+  }
+  STRATA_ASSIGN_OR_RETURN(NamedConfiguration type,
+                          ReadNamedConfiguration(value, "data_type", doc));
+  const bool unicode = type.name == "fixed_length_utf32";
+  if (!unicode && type.name != "null_terminated_bytes" && type.name != "raw_bytes") {
+    return InvalidArgumentError(fmt::format("unsupported data_type {} in {} ({})", Excerpt(value),
+                                            doc.name, kSupported));
+  }
+  STRATA_RETURN_IF_ERROR(CheckKnownKeys(type.configuration, {"length_bytes"},
+                                        "'data_type.configuration'", doc));
+  const OrderedJson* length = Find(type.configuration, "length_bytes");
+  if (length == nullptr) return doc.Missing("data_type.configuration.length_bytes");
+  const int64_t max_bytes = int64_t{DType::kMaxLength} * (unicode ? 4 : 1);
+  STRATA_ASSIGN_OR_RETURN(int64_t bytes, ReadInt(*length, "data_type.configuration.length_bytes",
+                                                 1, max_bytes, doc));
+  if (unicode) {
+    if (bytes % 4 != 0) {
+      return doc.Invalid("fixed_length_utf32 'length_bytes' {} is not a multiple of 4", bytes);
+    }
+    return DType::FixedUnicode(static_cast<int>(bytes / 4));
+  }
+  return type.name == "raw_bytes" ? DType::RawBytes(static_cast<int>(bytes))
+                                  : DType::FixedBytes(static_cast<int>(bytes));
+}
+
+// The v3 data_type JSON of `dtype`.
+OrderedJson V3DataTypeToJson(DType dtype) {
+  if (!dtype.is_fixed_length()) return OrderedJson(std::string(dtype.name()));
+  return OrderedJson{{"name", std::string(dtype.name())},
+                     {"configuration", {{"length_bytes", dtype.size()}}}};
+}
+
 constexpr std::string_view kShuffleNames[] = {"noshuffle", "shuffle", "bitshuffle"};
 
 // Parses "codecs" into `encoding` (transpose, endian, bytes codecs).
-Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding, const Doc& doc) {
-  if (!value.is_array()) return doc.Invalid("'codecs' must be a list, got {}", Excerpt(value));
+// Parses "codecs" into `encoding` (transpose, endian, bytes codecs), or, for
+// a "sharding_indexed" array -> bytes codec, into `*sharding` (null while
+// parsing the inner codecs: nested sharding is refused). `where` is the
+// field path for messages ("codecs", "codecs[0].configuration.codecs").
+Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding, const Doc& doc,
+                     std::optional<ShardingSpec>* sharding = nullptr,
+                     std::string_view where = "codecs");
+
+Status ParseShardingCodec(const OrderedJson& config, std::string_view field, int rank,
+                          DType dtype, const Doc& doc, ShardingSpec& out) {
+  STRATA_RETURN_IF_ERROR(CheckKnownKeys(
+      config, {"chunk_shape", "codecs", "index_codecs", "index_location"},
+      "the configuration of codec 'sharding_indexed'", doc));
+  const OrderedJson* chunk_shape = Find(config, "chunk_shape");
+  if (chunk_shape == nullptr) return doc.Missing(fmt::format("{}.configuration.chunk_shape", field));
+  STRATA_ASSIGN_OR_RETURN(
+      out.inner_chunk_shape,
+      ReadIndexList(*chunk_shape, "sharding_indexed.chunk_shape", 1, doc));
+  if (static_cast<int>(out.inner_chunk_shape.size()) != rank) {
+    return doc.Invalid("'sharding_indexed.chunk_shape' {} has {} axes, the array has {}",
+                       Excerpt(*chunk_shape), out.inner_chunk_shape.size(), rank);
+  }
+  const OrderedJson* codecs = Find(config, "codecs");
+  if (codecs == nullptr) return doc.Missing(fmt::format("{}.configuration.codecs", field));
+  out.inner_encoding = ChunkEncoding{};
+  out.inner_encoding.dtype = dtype;
+  STRATA_RETURN_IF_ERROR(ParseV3Codecs(*codecs, rank, out.inner_encoding, doc, nullptr,
+                                       fmt::format("{}.configuration.codecs", field)));
+  // The index: uint64 (offset, nbytes) pairs through "bytes", optionally a
+  // crc32c. (Compressing it is forbidden by the spec; anything else is not
+  // something any writer produces.) Absent: zarr-python's default.
+  out.index_endian = Endian::kLittle;
+  out.index_crc32c = true;
+  if (const OrderedJson* index_codecs = Find(config, "index_codecs")) {
+    ChunkEncoding index;
+    index.dtype = DTypeId::kUInt64;
+    STRATA_RETURN_IF_ERROR(ParseV3Codecs(*index_codecs, rank + 1, index, doc, nullptr,
+                                         fmt::format("{}.configuration.index_codecs", field)));
+    const bool crc = index.bytes_codecs.size() == 1 &&
+                     (std::holds_alternative<Crc32cSpec>(index.bytes_codecs[0]) ||
+                      index.bytes_codecs[0] == BytesCodecSpec(Checksum32Spec{
+                                                   Checksum32Spec::Kind::kCrc32c, false}));
+    if (!index.transpose.empty() || !(index.bytes_codecs.empty() || crc)) {
+      return InvalidArgumentError(fmt::format(
+          "unsupported 'sharding_indexed.index_codecs' {} in {} (Strata reads a \"bytes\" "
+          "index, optionally followed by \"crc32c\")",
+          Excerpt(*index_codecs), doc.name));
+    }
+    out.index_endian = index.endian;
+    out.index_crc32c = crc;
+  }
+  out.index_at_end = true;
+  if (const OrderedJson* location = Find(config, "index_location")) {
+    if (*location == "start") {
+      out.index_at_end = false;
+    } else if (*location != "end") {
+      return doc.Invalid("'sharding_indexed.index_location' must be \"start\" or \"end\", got {}",
+                         Excerpt(*location));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding, const Doc& doc,
+                     std::optional<ShardingSpec>* sharding, std::string_view where) {
+  if (!value.is_array()) return doc.Invalid("'{}' must be a list, got {}", where, Excerpt(value));
   enum class Stage { kArrayToArray, kBytesToBytes };
   Stage stage = Stage::kArrayToArray;
   bool have_transpose = false;
+  bool sharded = false;
   for (size_t i = 0; i < value.size(); ++i) {
-    std::string field = fmt::format("codecs[{}]", i);
+    std::string field = fmt::format("{}[{}]", where, i);
     STRATA_ASSIGN_OR_RETURN(NamedConfiguration codec, ReadNamedConfiguration(value[i], field, doc));
     const OrderedJson& config = codec.configuration;
     const std::string what = fmt::format("the configuration of codec '{}'", codec.name);
@@ -795,6 +1177,13 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       if (stage != Stage::kBytesToBytes) {
         return doc.Invalid("codec '{}' must come after the 'bytes' codec", codec.name);
       }
+      if (sharded) {
+        // A codec over the whole shard would hide its index from partial reads.
+        return InvalidArgumentError(fmt::format(
+            "unsupported codec '{}' after 'sharding_indexed' in {} (Strata reads shards whose "
+            "index and inner chunks are stored as they are)",
+            codec.name, doc.name));
+      }
       return Status::Ok();
     };
     if (codec.name == "transpose") {
@@ -807,6 +1196,15 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       STRATA_ASSIGN_OR_RETURN(const OrderedJson* order, require("order"));
       std::vector<int> permutation;
       std::vector<bool> seen(rank, false);
+      if (*order == "C" || *order == "F") {
+        // An early draft of the transpose codec (zarrita, zarr-python 3
+        // alphas) spelled the two classic orders as "C" and "F".
+        if (*order == "F") {
+          for (int i = rank - 1; i >= 0; --i) permutation.push_back(i);
+        }
+        encoding.transpose = std::move(permutation);
+        continue;
+      }
       bool ok = order->is_array() && static_cast<int>(order->size()) == rank;
       if (ok) {
         for (const OrderedJson& axis : *order) {
@@ -824,6 +1222,28 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
                            rank, rank, Excerpt(*order));
       }
       encoding.transpose = std::move(permutation);
+    } else if (codec.name == "sharding_indexed") {
+      if (sharding == nullptr) {
+        return InvalidArgumentError(fmt::format(
+            "unsupported nested 'sharding_indexed' in {} of {} (Strata reads one level of "
+            "sharding)",
+            where, doc.name));
+      }
+      if (stage != Stage::kArrayToArray) {
+        return doc.Invalid("'codecs' must contain exactly one array -> bytes codec, found "
+                           "'sharding_indexed' after another");
+      }
+      if (have_transpose) {
+        return InvalidArgumentError(fmt::format(
+            "unsupported 'transpose' before 'sharding_indexed' in {} (put it in the inner codecs)",
+            doc.name));
+      }
+      stage = Stage::kBytesToBytes;
+      sharded = true;
+      ShardingSpec spec;
+      STRATA_RETURN_IF_ERROR(
+          ParseShardingCodec(codec.configuration, field, rank, encoding.dtype, doc, spec));
+      *sharding = std::move(spec);
     } else if (codec.name == "bytes") {
       if (stage != Stage::kArrayToArray) {
         return doc.Invalid("'codecs' must contain exactly one 'bytes' codec, found a second one");
@@ -840,9 +1260,9 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
           return doc.Invalid("'bytes.endian' must be \"little\" or \"big\", got {}",
                              Excerpt(*endian));
         }
-      } else if (encoding.dtype.size() > 1) {
+      } else if (encoding.dtype.component_size() > 1) {
         return doc.Invalid("codec 'bytes' needs 'endian' for the multi-byte data type {}",
-                           encoding.dtype.name());
+                           encoding.dtype.ToString());
       }
     } else if (codec.name == "blosc") {
       STRATA_RETURN_IF_ERROR(must_follow_bytes());
@@ -899,18 +1319,33 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       STRATA_RETURN_IF_ERROR(must_follow_bytes());
       STRATA_RETURN_IF_ERROR(CheckKnownKeys(config, {}, what, doc));
       encoding.bytes_codecs.push_back(Crc32cSpec{});
+    } else if (codec.name.rfind("numcodecs.", 0) == 0) {
+      // zarr-python 3's numcodecs adapters: {"name": "numcodecs.zlib",
+      // "configuration": {"level": 1}}, the configuration being numcodecs'
+      // own minus its id. Only bytes -> bytes ones exist here.
+      STRATA_RETURN_IF_ERROR(must_follow_bytes());
+      OrderedJson numcodecs_config = config;
+      const std::string id = codec.name.substr(std::string_view("numcodecs.").size());
+      if (const OrderedJson* given = Find(config, "id"); given != nullptr && *given != id) {
+        return doc.Invalid("codec '{}' has a configuration 'id' {}", codec.name, Excerpt(*given));
+      }
+      numcodecs_config["id"] = id;
+      STRATA_ASSIGN_OR_RETURN(BytesCodecSpec spec,
+                              ParseNumcodecsCodec(numcodecs_config, field, doc));
+      encoding.bytes_codecs.push_back(std::move(spec));
     } else {
       return InvalidArgumentError(fmt::format(
-          "unsupported codec '{}' in {} (Strata supports transpose, bytes, blosc, gzip, zstd and "
-          "crc32c)",
+          "unsupported codec '{}' in {} (Strata supports transpose, bytes, blosc, "
+          "gzip, zstd, crc32c and numcodecs.{{blosc, zstd, zlib, gzip, bz2, lz4, crc32, adler32, "
+          "crc32c, fletcher32, shuffle}})",
           codec.name, doc.name));
     }
   }
   if (stage != Stage::kBytesToBytes) {
     return doc.Invalid(
-        "'codecs' must contain exactly one 'bytes' codec (the array -> bytes "
+        "'{}' must contain exactly one 'bytes' codec (the array -> bytes "
         "codec), got {}",
-        Excerpt(value));
+        where, Excerpt(value));
   }
   return Status::Ok();
 }
@@ -946,13 +1381,36 @@ OrderedJson V3CodecToJson(const BytesCodecSpec& codec, DType dtype) {
         } else if constexpr (std::is_same_v<T, Crc32cSpec>) {
           j["name"] = "crc32c";
         } else {
-          // zlib and lz4 have no Zarr v3 form; refused by Validate().
-          j["name"] = std::string(CodecName(codec));
+          // The codecs the v3 core spec does not define are written the way
+          // zarr-python 3 writes them: "numcodecs.<id>" with numcodecs'
+          // configuration minus its id.
+          j["name"] = fmt::format("numcodecs.{}", CodecName(codec));
+          config = NumcodecsConfigToJson<OrderedJson>(codec);
+          config.erase("id");
+          j["configuration"] = std::move(config);
+          config = OrderedJson::object();
         }
       },
       codec);
   if (!config.empty()) j["configuration"] = std::move(config);
   return j;
+}
+
+// The v3 "codecs" list of `encoding`: transpose, bytes, bytes -> bytes codecs.
+OrderedJson V3CodecsToJson(const ChunkEncoding& encoding) {
+  OrderedJson codecs = OrderedJson::array();
+  if (!encoding.transpose.empty()) {
+    codecs.push_back({{"name", "transpose"}, {"configuration", {{"order", encoding.transpose}}}});
+  }
+  OrderedJson bytes = {{"name", "bytes"}};
+  if (encoding.dtype.component_size() > 1) {
+    bytes["configuration"] = {{"endian", std::string(EndianName(encoding.endian))}};
+  }
+  codecs.push_back(std::move(bytes));
+  for (const BytesCodecSpec& codec : encoding.bytes_codecs) {
+    codecs.push_back(V3CodecToJson(codec, encoding.dtype));
+  }
+  return codecs;
 }
 
 // An unknown top-level key is allowed only as an object saying
@@ -1105,6 +1563,13 @@ FillValue MakeFillValue(DType dtype, double value) {
     case DTypeId::kComplex128:
       to_double(out);
       break;
+    case DTypeId::kFloat16:
+      StoreLittleEndian(DoubleToHalf(value), out);
+      break;
+    case DTypeId::kFixedBytes:
+    case DTypeId::kFixedUnicode:
+    case DTypeId::kRawBytes:
+      break;  // only the empty element: zeros
   }
   return fill;
 }
@@ -1235,14 +1700,8 @@ Status ArrayMetadata::Validate() const {
         }
       }
     }
-    if (encoding.bytes_codecs.size() > 1) {
-      return invalid(fmt::format("Zarr v2 allows one compressor, got {} codecs",
-                                 encoding.bytes_codecs.size()));
-    }
+    // Several bytes codecs are written as filters plus a compressor.
     for (const BytesCodecSpec& codec : encoding.bytes_codecs) {
-      if (std::holds_alternative<Crc32cSpec>(codec)) {
-        return invalid("codec 'crc32c' has no Zarr v2 form");
-      }
       if (const auto* blosc = std::get_if<BloscSpec>(&codec);
           blosc != nullptr && blosc->typesize != 0 && blosc->typesize != dtype().size()) {
         return invalid(
@@ -1250,11 +1709,44 @@ Status ArrayMetadata::Validate() const {
                         dtype().size(), blosc->typesize));
       }
     }
-  } else {
-    for (const BytesCodecSpec& codec : encoding.bytes_codecs) {
-      if (std::holds_alternative<ZlibSpec>(codec) || std::holds_alternative<Lz4Spec>(codec)) {
-        return invalid(fmt::format("codec '{}' has no Zarr v3 form", CodecName(codec)));
+  }
+  if (sharding) {
+    const Shape& inner = sharding->inner_chunk_shape;
+    if (zarr_format != ZarrFormat::kV3) return invalid("sharding needs Zarr v3");
+    if (static_cast<int>(inner.size()) != n) {
+      return invalid(fmt::format("inner chunk shape {} has rank {}, the array {}",
+                                 ShapeToString(inner), inner.size(), n));
+    }
+    for (int i = 0; i < n; ++i) {
+      if (inner[i] < 1 || chunk_shape[i] % inner[i] != 0) {
+        return invalid(fmt::format("the inner chunk shape {} must divide the shard shape {}",
+                                   ShapeToString(inner), ShapeToString(chunk_shape)));
       }
+    }
+    if (sharding->inner_encoding.dtype != dtype()) {
+      return invalid("the inner chunks of a shard have the array's data type");
+    }
+    if (!encoding.transpose.empty() || !encoding.bytes_codecs.empty()) {
+      return invalid("a sharded array keeps its codecs inside the sharding codec");
+    }
+    const std::vector<int>& inner_transpose = sharding->inner_encoding.transpose;
+    if (!inner_transpose.empty()) {
+      std::vector<bool> seen(n, false);
+      bool ok = static_cast<int>(inner_transpose.size()) == n;
+      for (int axis : inner_transpose) {
+        ok = ok && axis >= 0 && axis < n && !seen[axis];
+        if (ok) seen[axis] = true;
+      }
+      if (!ok) return invalid("the inner transpose is not a permutation of the axes");
+    }
+    // Shards with more inner chunks than this make an index larger than a
+    // task should hold (16 bytes each).
+    STRATA_ASSIGN_OR_RETURN(Index per_shard, CheckedNumElements(chunk_shape, "shard shape"));
+    Index inner_elements = NumElements(inner);
+    if (per_shard / inner_elements > (Index{1} << 26)) {
+      return invalid(fmt::format("shards of {} hold {} inner chunks of {}, more than 2^26",
+                                 ShapeToString(chunk_shape), per_shard / inner_elements,
+                                 ShapeToString(inner)));
     }
   }
   Result<OrderedJson> attributes = ParseAttributes(attributes_json, Doc{"attributes"});
@@ -1272,11 +1764,20 @@ std::vector<std::pair<std::string, std::string>> ArrayMetadata::Encode() const {
     zarray["shape"] = shape;
     zarray["chunks"] = chunk_shape;
     zarray["dtype"] = dtype().ZarrV2Name(encoding.endian);
+    // The last bytes codec is the compressor, the others filters (see parsing).
     zarray["compressor"] = encoding.bytes_codecs.empty()
                                ? SortedJson(nullptr)
-                               : V2CompressorToJson(encoding.bytes_codecs.front());
+                               : NumcodecsConfigToJson<SortedJson>(encoding.bytes_codecs.back());
     zarray["fill_value"] = FillValueToJson<SortedJson>(fill_value, dtype(), zarr_format);
-    zarray["filters"] = nullptr;
+    if (encoding.bytes_codecs.size() > 1) {
+      SortedJson filters = SortedJson::array();
+      for (size_t i = 0; i + 1 < encoding.bytes_codecs.size(); ++i) {
+        filters.push_back(NumcodecsConfigToJson<SortedJson>(encoding.bytes_codecs[i]));
+      }
+      zarray["filters"] = std::move(filters);
+    } else {
+      zarray["filters"] = nullptr;
+    }
     zarray["order"] = encoding.transpose.empty() ? "C" : "F";
     if (chunk_key_encoding.separator == '/') zarray["dimension_separator"] = "/";
     documents.emplace_back(std::string(kZarrayKey), DumpLikeZarrPython(std::move(zarray)));
@@ -1290,7 +1791,7 @@ std::vector<std::pair<std::string, std::string>> ArrayMetadata::Encode() const {
   zarr["zarr_format"] = 3;
   zarr["node_type"] = "array";
   zarr["shape"] = shape;
-  zarr["data_type"] = std::string(dtype().name());
+  zarr["data_type"] = V3DataTypeToJson(dtype());
   zarr["chunk_grid"] = {{"name", "regular"}, {"configuration", {{"chunk_shape", chunk_shape}}}};
   const bool default_keys = chunk_key_encoding.kind == ChunkKeyEncoding::Kind::kDefault;
   zarr["chunk_key_encoding"] = {
@@ -1298,19 +1799,22 @@ std::vector<std::pair<std::string, std::string>> ArrayMetadata::Encode() const {
       {"configuration", {{"separator", std::string(1, chunk_key_encoding.separator)}}}};
   // v3 has no null fill value; Strata reads v2's null as zeros, so zero it is.
   zarr["fill_value"] = FillValueToJson<OrderedJson>(fill_value, dtype(), zarr_format);
-  OrderedJson codecs = OrderedJson::array();
-  if (!encoding.transpose.empty()) {
-    codecs.push_back({{"name", "transpose"}, {"configuration", {{"order", encoding.transpose}}}});
+  if (sharding) {
+    OrderedJson index_codecs = OrderedJson::array();
+    index_codecs.push_back(
+        {{"name", "bytes"},
+         {"configuration", {{"endian", std::string(EndianName(sharding->index_endian))}}}});
+    if (sharding->index_crc32c) index_codecs.push_back({{"name", "crc32c"}});
+    OrderedJson config = {{"chunk_shape", sharding->inner_chunk_shape},
+                          {"codecs", V3CodecsToJson(sharding->inner_encoding)},
+                          {"index_codecs", std::move(index_codecs)},
+                          {"index_location", sharding->index_at_end ? "end" : "start"}};
+    OrderedJson codecs = OrderedJson::array();
+    codecs.push_back({{"name", "sharding_indexed"}, {"configuration", std::move(config)}});
+    zarr["codecs"] = std::move(codecs);
+  } else {
+    zarr["codecs"] = V3CodecsToJson(encoding);
   }
-  OrderedJson bytes = {{"name", "bytes"}};
-  if (dtype().size() > 1) {
-    bytes["configuration"] = {{"endian", std::string(EndianName(encoding.endian))}};
-  }
-  codecs.push_back(std::move(bytes));
-  for (const BytesCodecSpec& codec : encoding.bytes_codecs) {
-    codecs.push_back(V3CodecToJson(codec, dtype()));
-  }
-  zarr["codecs"] = std::move(codecs);
   zarr["attributes"] = AttributesForEncode<OrderedJson>(attributes_json);
   if (dimension_names.has_value()) {
     OrderedJson names = OrderedJson::array();
@@ -1365,26 +1869,27 @@ Result<ArrayMetadata> ParseZarrV2ArrayMetadata(std::string_view zarray_json,
     metadata.encoding.dtype = dtype->dtype;
     metadata.encoding.endian = dtype->endian;
 
-    STRATA_ASSIGN_OR_RETURN(const OrderedJson* compressor, Require(root, "compressor", doc));
-    STRATA_ASSIGN_OR_RETURN(std::optional<BytesCodecSpec> codec,
-                            ParseV2Compressor(*compressor, doc));
-    if (codec.has_value()) metadata.encoding.bytes_codecs.push_back(std::move(*codec));
-
+    // Filters run before the compressor on write: the bytes codecs are the
+    // filters in order, then the compressor. Strata supports the filters
+    // that act on bytes (checksums, shuffle, compressors); array filters
+    // (delta, fixedscaleoffset, ...) are refused by name.
     STRATA_ASSIGN_OR_RETURN(const OrderedJson* filters, Require(root, "filters", doc));
     if (!filters->is_null()) {
       if (!filters->is_array()) {
         return doc.Invalid("'filters' must be null or a list, got {}", Excerpt(*filters));
       }
-      if (!filters->empty()) {
-        const OrderedJson& first = (*filters)[0];
-        const OrderedJson* id = first.is_object() ? Find(first, "id") : nullptr;
-        return InvalidArgumentError(fmt::format(
-            "unsupported Zarr v2 filter {} in {} (Strata reads arrays without filters)",
-            id != nullptr && id->is_string() ? fmt::format("'{}'", id->get<std::string>())
-                                             : Excerpt(first),
-            doc.name));
+      for (size_t i = 0; i < filters->size(); ++i) {
+        STRATA_ASSIGN_OR_RETURN(
+            BytesCodecSpec filter,
+            ParseNumcodecsCodec((*filters)[i], fmt::format("filters[{}]", i), doc));
+        metadata.encoding.bytes_codecs.push_back(std::move(filter));
       }
     }
+    STRATA_ASSIGN_OR_RETURN(const OrderedJson* compressor, Require(root, "compressor", doc));
+    STRATA_ASSIGN_OR_RETURN(std::optional<BytesCodecSpec> codec,
+                            ParseV2Compressor(*compressor, doc));
+    if (codec.has_value()) metadata.encoding.bytes_codecs.push_back(std::move(*codec));
+    NormalizeBloscTypesize(metadata.encoding);
 
     STRATA_ASSIGN_OR_RETURN(const OrderedJson* order_value, Require(root, "order", doc));
     if (*order_value == "F") {
@@ -1439,16 +1944,7 @@ Result<ArrayMetadata> ParseZarrV3ArrayMetadata(std::string_view zarr_json) {
     const int rank = static_cast<int>(metadata.shape.size());
 
     STRATA_ASSIGN_OR_RETURN(const OrderedJson* data_type, Require(root, "data_type", doc));
-    if (!data_type->is_string()) {
-      // An extension data type such as {"name": "datetime", ...}.
-      return InvalidArgumentError(fmt::format(
-          "unsupported data_type {} in {} (Strata supports bool, integers, float32/64 and "
-          "complex64/128)",
-          Excerpt(*data_type), doc.name));
-    }
-    Result<DType> dtype = ParseDTypeName(data_type->get<std::string>());
-    if (!dtype.ok()) return dtype.status().WithContext(fmt::format("invalid {}", doc.name));
-    metadata.encoding.dtype = *dtype;
+    STRATA_ASSIGN_OR_RETURN(metadata.encoding.dtype, ParseV3DataType(*data_type, doc));
 
     STRATA_ASSIGN_OR_RETURN(const OrderedJson* grid_value, Require(root, "chunk_grid", doc));
     STRATA_ASSIGN_OR_RETURN(NamedConfiguration grid,
@@ -1500,7 +1996,10 @@ Result<ArrayMetadata> ParseZarrV3ArrayMetadata(std::string_view zarr_json) {
                             ParseFillValue(*fill, metadata.dtype(), ZarrFormat::kV3, doc));
 
     STRATA_ASSIGN_OR_RETURN(const OrderedJson* codecs, Require(root, "codecs", doc));
-    STRATA_RETURN_IF_ERROR(ParseV3Codecs(*codecs, rank, metadata.encoding, doc));
+    STRATA_RETURN_IF_ERROR(
+        ParseV3Codecs(*codecs, rank, metadata.encoding, doc, &metadata.sharding));
+    NormalizeBloscTypesize(metadata.encoding);
+    if (metadata.sharding) NormalizeBloscTypesize(metadata.sharding->inner_encoding);
 
     STRATA_ASSIGN_OR_RETURN(metadata.attributes_json, ReadV3Attributes(root, doc));
 
@@ -1609,19 +2108,32 @@ Result<GroupMetadata> ParseZarrV3GroupMetadata(std::string_view zarr_json) {
 
 // ---------------------------------------------------------------------------
 
-std::string DescribeEncoding(const ArrayMetadata& metadata) {
-  const ChunkEncoding& encoding = metadata.encoding;
+namespace {
+
+std::string DescribeChunkEncoding(const ArrayMetadata& metadata, const ChunkEncoding& encoding) {
   std::vector<std::string> parts;
   if (!encoding.transpose.empty()) parts.push_back(DescribeTranspose(encoding.transpose));
   // v3 always names its array -> bytes codec; v2 only when it is not the
   // native byte order.
   if (metadata.zarr_format == ZarrFormat::kV3 ||
-      (encoding.endian == Endian::kBig && metadata.dtype().size() > 1)) {
+      (encoding.endian == Endian::kBig && metadata.dtype().component_size() > 1)) {
     parts.push_back(fmt::format("bytes({})", EndianName(encoding.endian)));
   }
   for (const BytesCodecSpec& codec : encoding.bytes_codecs) parts.push_back(DescribeCodec(codec));
   if (parts.empty()) return "none";
   return fmt::format("{}", fmt::join(parts, " -> "));
+}
+
+}  // namespace
+
+std::string DescribeEncoding(const ArrayMetadata& metadata) {
+  if (!metadata.sharding) return DescribeChunkEncoding(metadata, metadata.encoding);
+  const ShardingSpec& s = *metadata.sharding;
+  return fmt::format("sharding_indexed(inner chunks {}: {}; index at {}{}{})",
+                     ShapeToString(s.inner_chunk_shape),
+                     DescribeChunkEncoding(metadata, s.inner_encoding),
+                     s.index_at_end ? "end" : "start", s.index_crc32c ? ", crc32c" : "",
+                     s.index_endian == Endian::kBig ? ", big-endian" : "");
 }
 
 }  // namespace strata

@@ -11,9 +11,17 @@
 //   v2: `.zarray` (+ `.zattrs`), `.zgroup`. Chunk keys "0.1" or "0/1"
 //       (dimension_separator). Order "C" or "F". Compressor: one of
 //       blosc/zstd/zlib/gzip/lz4; filters must be null or empty.
+//   v2: compressor and filters: blosc, zstd, zlib, gzip, bz2, lz4, the
+//       numcodecs checksums (crc32, adler32, crc32c, fletcher32) and
+//       shuffle; filters are applied before the compressor.
 //   v3: `zarr.json` with node_type "array" or "group". Chunk keys "c/0/1"
 //       (default encoding) or "0.1" (v2 encoding). Codecs: at most one
-//       transpose, exactly one bytes, then blosc/gzip/zstd/crc32c.
+//       transpose, exactly one array -> bytes codec ("bytes", or
+//       "sharding_indexed" whose inner codecs follow the same rules), then
+//       blosc/gzip/zstd/crc32c and zarr-python 3's "numcodecs.*" adapters of
+//       the v2 codecs above.
+//   Data types: numeric, float16, and the fixed-length "S"/"U"/"V" types
+//   (zarr-python 3's null_terminated_bytes, fixed_length_utf32, raw_bytes).
 //
 // Thread-safety: plain values.
 #ifndef STRATA_STORAGE_ZARR_METADATA_H_
@@ -59,9 +67,26 @@ FillValue MakeFillValue(DType dtype, double value);
 // The all-zero fill value of `dtype`.
 FillValue ZeroFillValue(DType dtype);
 
+// Zarr v3 sharding (the "sharding_indexed" codec, ZEP 2): every stored chunk
+// is a *shard* (ArrayMetadata::chunk_shape) holding inner chunks of
+// `inner_chunk_shape`, each encoded on its own with `inner_encoding`, and an
+// index of (offset, nbytes) per inner chunk, 2^64-1 for both when the inner
+// chunk is missing (it reads as the fill value). The index is little- or
+// big-endian uint64, optionally followed by its CRC-32C, at the start or the
+// end of the shard. Nested sharding is not supported.
+struct ShardingSpec {
+  Shape inner_chunk_shape;
+  ChunkEncoding inner_encoding;  // inner_encoding.dtype is the array's dtype
+  Endian index_endian = Endian::kLittle;
+  bool index_crc32c = true;
+  bool index_at_end = true;
+  friend bool operator==(const ShardingSpec&, const ShardingSpec&) = default;
+};
+
 struct ArrayMetadata {
   ZarrFormat zarr_format = ZarrFormat::kV2;
   Shape shape;
+  // The stored chunks' shape: the shard shape of a sharded array.
   Shape chunk_shape;
   // encoding.dtype is the array's dtype.
   ChunkEncoding encoding;
@@ -71,6 +96,19 @@ struct ArrayMetadata {
   std::string attributes_json = "{}";
   // v3 only: one name (or null) per axis.
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
+  // v3 only: set for a sharded array. Then `encoding` holds only the dtype
+  // (and the default endian): every codec is inside the sharding codec.
+  std::optional<ShardingSpec> sharding;
+
+  // The shape of the chunks a reader can fetch one by one: the inner chunk
+  // shape of a sharded array, else chunk_shape.
+  const Shape& read_chunk_shape() const {
+    return sharding ? sharding->inner_chunk_shape : chunk_shape;
+  }
+  // The encoding of those chunks.
+  const ChunkEncoding& read_chunk_encoding() const {
+    return sharding ? sharding->inner_encoding : encoding;
+  }
 
   DType dtype() const { return encoding.dtype; }
   int rank() const { return static_cast<int>(shape.size()); }
@@ -120,7 +158,9 @@ Result<GroupMetadata> ParseZarrV2GroupMetadata(std::string_view zgroup_json,
 Result<GroupMetadata> ParseZarrV3GroupMetadata(std::string_view zarr_json);
 
 // A one-line summary of the codecs: "blosc(cname=lz4, clevel=5, shuffle=byte)",
-// "transpose(1,0) -> bytes(little) -> zstd(level=3) -> crc32c", "none".
+// "transpose(1,0) -> bytes(little) -> zstd(level=3) -> crc32c", "none",
+// "sharding_indexed(inner chunks [10, 10]: bytes(little) -> zstd(level=3);
+// index at end, crc32c)".
 std::string DescribeEncoding(const ArrayMetadata& metadata);
 
 }  // namespace strata

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -181,11 +182,19 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Make(std::shared_ptr<Store> store,
                                                    ArrayMetadata metadata) {
   STRATA_RETURN_IF_ERROR(metadata.Validate());
   STRATA_ASSIGN_OR_RETURN(ChunkGrid grid, ChunkGrid::Regular(metadata.shape, metadata.chunk_shape));
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ChunkCodec> codec,
-                          ChunkCodec::Make(metadata.encoding, metadata.chunk_shape));
+  STRATA_ASSIGN_OR_RETURN(ChunkGrid read_grid,
+                          ChunkGrid::Regular(metadata.shape, metadata.read_chunk_shape()));
+  std::shared_ptr<const ShardLayout> shards;
+  if (metadata.sharding) {
+    STRATA_ASSIGN_OR_RETURN(shards, ShardLayout::Make(metadata));
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const ChunkCodec> codec,
+      ChunkCodec::Make(metadata.read_chunk_encoding(), metadata.read_chunk_shape()));
   return std::shared_ptr<ZarrArray>(new ZarrArray(std::move(store), std::move(path),
                                                   std::move(metadata), std::move(grid),
-                                                  std::move(codec)));
+                                                  std::move(read_grid), std::move(codec),
+                                                  std::move(shards)));
 }
 
 Result<std::shared_ptr<ZarrArray>> ZarrArray::Open(std::shared_ptr<Store> store, std::string path) {
@@ -347,6 +356,7 @@ Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& o
 
 Result<bool> ZarrArray::ReadChunk(std::span<const Index> block, const ArrayView& out,
                                   MemoryPool& pool) const {
+  if (shards_) return ReadShard(block, out, pool);
   Shape block_shape = grid_.BlockShape(block);
   STRATA_CHECK(out.shape() == block_shape)
       << "ReadChunk into " << ShapeToString(out.shape()) << " for block of "
@@ -373,6 +383,7 @@ Result<bool> ZarrArray::ReadChunk(std::span<const Index> block, const ArrayView&
 
 Status ZarrArray::WriteChunk(std::span<const Index> block, const ConstArrayView& data,
                              MemoryPool& pool) const {
+  if (shards_) return WriteShard(block, data, pool);
   Shape block_shape = grid_.BlockShape(block);
   STRATA_CHECK(data.shape() == block_shape)
       << "WriteChunk of " << ShapeToString(data.shape()) << " for block of "
@@ -399,11 +410,24 @@ Status ZarrArray::WriteChunk(std::span<const Index> block, const ConstArrayView&
 
 Status ZarrArray::WriteEncodedChunk(std::span<const Index> block,
                                     std::span<const std::byte> encoded) const {
+  if (shards_) ForgetShardIndex(block);
   return store_->Set(ChunkStoreKey(block), encoded)
       .WithContext(fmt::format("writing chunk {} of {}", JoinIndices(block, '.'), url()));
 }
 
+Result<std::optional<Buffer>> ZarrArray::GetEncodedChunk(std::span<const Index> block,
+                                                         MemoryPool& pool) const {
+  Result<Buffer> bytes = store_->Get(ChunkStoreKey(block), pool);
+  if (!bytes.ok()) {
+    if (IsNotFound(bytes.status())) return std::optional<Buffer>();
+    return bytes.status().WithContext(
+        fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), url()));
+  }
+  return std::optional<Buffer>(std::move(bytes).value());
+}
+
 Status ZarrArray::EraseChunk(std::span<const Index> block) const {
+  if (shards_) ForgetShardIndex(block);
   if (fresh_) return Status::Ok();
   return store_->Erase(ChunkStoreKey(block));
 }
@@ -411,6 +435,278 @@ Status ZarrArray::EraseChunk(std::span<const Index> block) const {
 bool ZarrArray::IsFillChunk(const ConstArrayView& data) const {
   if (metadata_.fill_value.is_null) return false;
   return AllElementsAre(data, metadata_.fill_value.bytes);
+}
+
+// ---------------------------------------------------------------------------
+// Sharded arrays.
+
+std::string ZarrArray::ShardName(std::span<const Index> block) const {
+  return fmt::format("shard {} of {}", ChunkName(block), url());
+}
+
+void ZarrArray::ForgetShardIndex(std::span<const Index> shard) const {
+  const Index linear = LinearIndex(shard, grid_.grid_shape());
+  std::lock_guard lock(index_mu_);
+  std::erase_if(index_cache_, [&](const auto& e) { return e.first == linear; });
+}
+
+Result<std::shared_ptr<const ShardIndex>> ZarrArray::ShardIndexOf(
+    std::span<const Index> shard) const {
+  const Index linear = LinearIndex(shard, grid_.grid_shape());
+  {
+    std::lock_guard lock(index_mu_);
+    for (auto it = index_cache_.begin(); it != index_cache_.end(); ++it) {
+      if (it->first != linear) continue;
+      auto found = std::move(*it);
+      index_cache_.erase(it);
+      index_cache_.push_back(found);
+      return found.second;
+    }
+  }
+  const std::string key = ChunkStoreKey(shard);
+  const int64_t n = shards_->index_bytes();
+  // The index alone: the last n bytes (with the shard's size, in one request
+  // where the store allows), or the first n.
+  std::optional<Store::Suffix> read;
+  if (shards_->spec().index_at_end) {
+    Result<Store::Suffix> suffix = store_->GetSuffix(key, n, *MemoryPool::Default());
+    if (!suffix.ok()) {
+      if (IsNotFound(suffix.status())) return std::shared_ptr<const ShardIndex>();
+      return suffix.status().WithContext(fmt::format("reading the index of {}", ShardName(shard)));
+    }
+    read = std::move(suffix).value();
+  } else {
+    Result<Buffer> head = store_->GetRange(key, 0, n, *MemoryPool::Default());
+    if (!head.ok()) {
+      if (IsNotFound(head.status())) return std::shared_ptr<const ShardIndex>();
+      return head.status().WithContext(fmt::format("reading the index of {}", ShardName(shard)));
+    }
+    // The shard's size is checked lazily: an inner chunk's range that comes
+    // back short is reported as reaching past the end.
+    const int64_t got = head->size();
+    read = Store::Suffix{std::move(head).value(), got < n ? got : INT64_MAX / 2};
+  }
+  STRATA_ASSIGN_OR_RETURN(ShardIndex index,
+                          shards_->DecodeIndex(read->bytes.span(), read->total_size,
+                                               ShardName(shard)));
+  auto shared = std::make_shared<const ShardIndex>(std::move(index));
+  std::lock_guard lock(index_mu_);
+  if (index_cache_.size() >= kIndexCacheEntries) index_cache_.erase(index_cache_.begin());
+  index_cache_.emplace_back(linear, shared);
+  return std::shared_ptr<const ShardIndex>(shared);
+}
+
+Status ZarrArray::DecodeInner(std::span<const std::byte> encoded, const ArrayView& out,
+                              MemoryPool& pool) const {
+  const Shape& inner = shards_->inner_shape();
+  if (out.shape() == inner) return codec_->Decode(encoded, out, pool);
+  // An inner chunk at the array's edge: decode whole, keep the corner.
+  STRATA_ASSIGN_OR_RETURN(NDArray full, NDArray::Allocate(pool, dtype(), inner));
+  STRATA_RETURN_IF_ERROR(codec_->Decode(encoded, full.view(), pool));
+  CopyArray(full.view().Slice(Box::FromShape(out.shape())), out);
+  return Status::Ok();
+}
+
+Result<bool> ZarrArray::ReadBlock(std::span<const Index> block, const ArrayView& out,
+                                  MemoryPool& pool) const {
+  if (!shards_) return ReadChunk(block, out, pool);
+  STRATA_CHECK(out.shape() == read_grid_.BlockShape(block))
+      << "ReadBlock into " << ShapeToString(out.shape()) << " for inner chunk of "
+      << ShapeToString(read_grid_.BlockShape(block));
+  const Shape& per = shards_->inner_grid();
+  Shape shard(block.size()), within(block.size());
+  for (size_t i = 0; i < block.size(); ++i) {
+    shard[i] = block[i] / per[i];
+    within[i] = block[i] % per[i];
+  }
+  const Index inner = LinearIndex(within, per);
+  auto context = [&] {
+    return fmt::format("reading inner chunk {} of {}", ShapeToString(within), ShardName(shard));
+  };
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(shard));
+  if (!index || index->entry(inner).missing()) {
+    FillArray(out, metadata_.fill_value.bytes);
+    return false;
+  }
+  const ShardEntry& e = index->entry(inner);
+  Result<Buffer> bytes = store_->GetRange(ChunkStoreKey(shard), static_cast<int64_t>(e.offset),
+                                          static_cast<int64_t>(e.nbytes), pool);
+  if (!bytes.ok()) return bytes.status().WithContext(context());
+  if (bytes->size() != static_cast<int64_t>(e.nbytes)) {
+    return DataLossError(fmt::format(
+        "{}: inner chunk {} at bytes [{}, {}) reaches past the end of the shard", ShardName(shard),
+        ShapeToString(within), e.offset, e.offset + e.nbytes));
+  }
+  Status s = DecodeInner(bytes->span(), out, pool);
+  if (!s.ok()) return s.WithContext(context());
+  return true;
+}
+
+Result<bool> ZarrArray::ReadShard(std::span<const Index> block, const ArrayView& out,
+                                  MemoryPool& pool) const {
+  const Box shard_box = grid_.BlockBox(block);
+  STRATA_CHECK(out.shape() == shard_box.shape);
+  STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> bytes, GetEncodedChunk(block, pool));
+  if (!bytes) {
+    FillArray(out, metadata_.fill_value.bytes);
+    return false;
+  }
+  const int64_t size = bytes->size();
+  const int64_t n = shards_->index_bytes();
+  if (size < n) {
+    return DataLossError(fmt::format("{}: the shard is {} bytes, too short for its {}-byte index",
+                                     ShardName(block), size, n));
+  }
+  std::span<const std::byte> all = bytes->span();
+  std::span<const std::byte> index_bytes =
+      shards_->spec().index_at_end ? all.last(static_cast<size_t>(n))
+                                   : all.first(static_cast<size_t>(n));
+  STRATA_ASSIGN_OR_RETURN(ShardIndex index,
+                          shards_->DecodeIndex(index_bytes, size, ShardName(block)));
+  const Box clipped = Box::FromShape(shard_box.shape);
+  for (Index j = 0; j < shards_->inner_per_shard(); ++j) {
+    const Box inner = Intersect(shards_->InnerBox(j), clipped);
+    if (inner.empty()) continue;
+    ArrayView dst = out.Slice(inner);
+    const ShardEntry& e = index.entry(j);
+    if (e.missing()) {
+      FillArray(dst, metadata_.fill_value.bytes);
+      continue;
+    }
+    Status s = DecodeInner(all.subspan(e.offset, e.nbytes), dst, pool);
+    if (!s.ok()) {
+      Shape coords(block.size());
+      UnravelIndex(j, shards_->inner_grid(), coords);
+      return s.WithContext(
+          fmt::format("reading inner chunk {} of {}", ShapeToString(coords), ShardName(block)));
+    }
+  }
+  return true;
+}
+
+Status ZarrArray::CheckEncodedChunk(std::span<const Index> block,
+                                    std::span<const std::byte> encoded, MemoryPool& pool) const {
+  auto context = [&] { return fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), url()); };
+  if (!shards_) {
+    STRATA_ASSIGN_OR_RETURN(NDArray check, NDArray::Allocate(pool, dtype(), metadata_.chunk_shape));
+    return codec_->Decode(encoded, check.view(), pool).WithContext(context());
+  }
+  const int64_t n = shards_->index_bytes();
+  if (static_cast<int64_t>(encoded.size()) < n) {
+    return DataLossError(fmt::format("{}: the shard is {} bytes, too short for its {}-byte index",
+                                     ShardName(block), encoded.size(), n));
+  }
+  std::span<const std::byte> index_bytes = shards_->spec().index_at_end
+                                               ? encoded.last(static_cast<size_t>(n))
+                                               : encoded.first(static_cast<size_t>(n));
+  STRATA_ASSIGN_OR_RETURN(ShardIndex index, shards_->DecodeIndex(
+                                                index_bytes, static_cast<int64_t>(encoded.size()),
+                                                ShardName(block)));
+  STRATA_ASSIGN_OR_RETURN(NDArray check,
+                          NDArray::Allocate(pool, dtype(), shards_->inner_shape()));
+  for (Index j = 0; j < shards_->inner_per_shard(); ++j) {
+    const ShardEntry& e = index.entry(j);
+    if (e.missing()) continue;
+    Status s = codec_->Decode(encoded.subspan(e.offset, e.nbytes), check.view(), pool);
+    if (!s.ok()) {
+      Shape coords(block.size());
+      UnravelIndex(j, shards_->inner_grid(), coords);
+      return s.WithContext(
+          fmt::format("reading inner chunk {} of {}", ShapeToString(coords), ShardName(block)));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ShardWriter>> ZarrArray::BeginShard(std::span<const Index> block,
+                                                           MemoryPool& pool) const {
+  STRATA_CHECK(shards_ != nullptr) << "BeginShard of an unsharded array";
+  ForgetShardIndex(block);
+  return ShardWriter::Begin(shards_, *store_, ChunkStoreKey(block), metadata_.fill_value.bytes,
+                            pool);
+}
+
+Status ZarrArray::WriteShard(std::span<const Index> block, const ConstArrayView& data,
+                             MemoryPool& pool) const {
+  auto context = [&] { return fmt::format("writing {}", ShardName(block)); };
+  const Box shard_box = grid_.BlockBox(block);
+  STRATA_CHECK(data.shape() == shard_box.shape);
+  Result<std::unique_ptr<ShardWriter>> writer = BeginShard(block, pool);
+  if (!writer.ok()) return writer.status().WithContext(context());
+  const Box clipped = Box::FromShape(shard_box.shape);
+  std::optional<NDArray> padded;
+  for (Index j = 0; j < shards_->inner_per_shard(); ++j) {
+    const Box inner = shards_->InnerBox(j);
+    const Box part = Intersect(inner, clipped);
+    if (part.empty()) continue;
+    Status s;
+    if (part == inner) {
+      s = (*writer)->Add(j, data.Slice(inner));
+    } else {
+      if (!padded) {
+        Result<NDArray> a = NDArray::Allocate(pool, dtype(), shards_->inner_shape());
+        if (!a.ok()) return a.status().WithContext(context());
+        padded = std::move(a).value();
+      }
+      FillArray(padded->view(), metadata_.fill_value.bytes);
+      CopyArray(data.Slice(part), padded->view().Slice(Translate(part, inner.origin)));
+      s = (*writer)->Add(j, padded->view());
+    }
+    if (!s.ok()) return s.WithContext(context());
+  }
+  return (*writer)->Finish().status().WithContext(context());
+}
+
+Status ZarrArray::UpdateShard(std::span<const Index> block, const Box& part,
+                              const ConstArrayView& data, MemoryPool& pool) const {
+  // `part` is in array coordinates, `data` its values.
+  auto context = [&] { return fmt::format("updating {}", ShardName(block)); };
+  const Box shard_box = grid_.BlockBox(block);
+  STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> old, GetEncodedChunk(block, pool));
+  std::optional<ShardIndex> old_index;
+  if (old) {
+    const int64_t n = shards_->index_bytes();
+    if (old->size() < n) {
+      return DataLossError(fmt::format("{}: the shard is {} bytes, too short for its {}-byte index",
+                                       ShardName(block), old->size(), n));
+    }
+    std::span<const std::byte> all = old->span();
+    STRATA_ASSIGN_OR_RETURN(
+        ShardIndex index,
+        shards_->DecodeIndex(shards_->spec().index_at_end ? all.last(static_cast<size_t>(n))
+                                                          : all.first(static_cast<size_t>(n)),
+                             old->size(), ShardName(block)));
+    old_index = std::move(index);
+  }
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, BeginShard(block, pool));
+  STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), shards_->inner_shape()));
+  const Box clipped = Box::FromShape(shard_box.shape);
+  const Box local_part = Translate(part, shard_box.origin);
+  for (Index j = 0; j < shards_->inner_per_shard(); ++j) {
+    const Box inner = shards_->InnerBox(j);
+    if (Intersect(inner, clipped).empty()) continue;
+    const Box touched = Intersect(inner, local_part);
+    const ShardEntry* e = old_index ? &old_index->entry(j) : nullptr;
+    const bool stored = e != nullptr && !e->missing();
+    if (touched.empty()) {
+      if (stored) STRATA_RETURN_IF_ERROR(writer->AddEncoded(j, old->span().subspan(e->offset, e->nbytes)));
+      continue;
+    }
+    if (touched != inner) {
+      // Partly written: the old values (or the fill value) around the new ones.
+      if (stored) {
+        STRATA_RETURN_IF_ERROR(codec_->Decode(old->span().subspan(e->offset, e->nbytes),
+                                              chunk.view(), pool)
+                                   .WithContext(context()));
+      } else {
+        FillArray(chunk.view(), metadata_.fill_value.bytes);
+      }
+    }
+    CopyArray(data.Slice(Translate(touched, local_part.origin)),
+              chunk.view().Slice(Translate(touched, inner.origin)));
+    STRATA_RETURN_IF_ERROR(writer->Add(j, chunk.view()).WithContext(context()));
+  }
+  return writer->Finish().status().WithContext(context());
 }
 
 Status ZarrArray::ForEachBlockIn(
@@ -434,6 +730,30 @@ Status ZarrArray::ForEachBlockIn(
 
 Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const {
   STRATA_CHECK(out.shape() == region.shape);
+  if (shards_) {
+    // Inner chunk by inner chunk: only those the region touches are read.
+    if (!Box::FromShape(shape()).Contains(region)) {
+      return OutOfRangeError(fmt::format("region {} is outside {} of shape {}", region.ToString(),
+                                         url(), ShapeToString(shape())));
+    }
+    if (region.empty()) return Status::Ok();
+    Shape first, last;
+    read_grid_.BlockRangeOf(region, first, last);
+    Shape block = first;
+    do {
+      const Box box = read_grid_.BlockBox(block);
+      const Box part = Intersect(box, region);
+      ArrayView dst = out.Slice(Translate(part, region.origin));
+      if (part == box) {
+        STRATA_RETURN_IF_ERROR(ReadBlock(block, dst, pool).status());
+      } else {
+        STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), box.shape));
+        STRATA_RETURN_IF_ERROR(ReadBlock(block, chunk.view(), pool).status());
+        CopyArray(chunk.view().Slice(Translate(part, box.origin)), dst);
+      }
+    } while (NextIndexInRange(block, first, last));
+    return Status::Ok();
+  }
   return ForEachBlockIn(region, [&](std::span<const Index> block, const Box& block_box,
                                     const Box& part) -> Status {
     ArrayView dst = out.Slice(Translate(part, region.origin));
@@ -452,6 +772,7 @@ Status ZarrArray::WriteRegion(const Box& region, const ConstArrayView& data,
                                     const Box& part) -> Status {
     ConstArrayView src = data.Slice(Translate(part, region.origin));
     if (part == block_box) return WriteChunk(block, src, pool);
+    if (shards_) return UpdateShard(block, part, src, pool);
     // A partly covered chunk: read, update, rewrite.
     STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), block_box.shape));
     STRATA_RETURN_IF_ERROR(ReadChunk(block, chunk.view(), pool).status());

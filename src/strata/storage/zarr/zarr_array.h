@@ -13,6 +13,14 @@
 // Missing chunks read as the fill value. Edge chunks are stored at the full
 // chunk shape (as Zarr requires) and padded with the fill value on write.
 //
+// Sharded arrays (v3 "sharding_indexed"): grid() is the grid of shards, the
+// stored objects; read_grid() the grid of inner chunks, the units a reader
+// fetches. ReadBlock reads one inner chunk with two ranged reads (the shard's
+// index, cached per array, then the inner chunk's bytes); ReadRegion reads
+// only the inner chunks a region touches; WriteChunk assembles a whole shard
+// (shard.h) inner chunk by inner chunk. For unsharded arrays the two grids are
+// the same.
+//
 // Thread-safety: after Open/Create, every const method may be called
 // concurrently (different chunks from different threads); writes to the same
 // chunk from two threads race at the store level (the last rename wins).
@@ -22,7 +30,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -33,6 +43,7 @@
 #include "strata/storage/codec/chunk_codec.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/metadata.h"
+#include "strata/storage/zarr/shard.h"
 
 namespace strata {
 
@@ -62,7 +73,14 @@ class ZarrArray {
   Status Commit();
 
   const ArrayMetadata& metadata() const { return metadata_; }
+  // The grid of stored chunks (shards, for a sharded array).
   const ChunkGrid& grid() const { return grid_; }
+  // The grid of the chunks read one at a time (inner chunks of shards).
+  const ChunkGrid& read_grid() const { return read_grid_; }
+  bool is_sharded() const { return shards_ != nullptr; }
+  // Null unless sharded.
+  const std::shared_ptr<const ShardLayout>& shard_layout() const { return shards_; }
+  // The codec of the read chunks (the inner chunks of a sharded array).
   const ChunkCodec& codec() const { return *codec_; }
   DType dtype() const { return metadata_.dtype(); }
   const Shape& shape() const { return metadata_.shape; }
@@ -76,9 +94,26 @@ class ZarrArray {
 
   // Reads block `block` into `out`, whose shape is the block's shape (clipped
   // at the array's edge). Returns false (and writes the fill value) when the
-  // chunk is missing. DataLoss for a corrupt chunk, naming it.
+  // chunk is missing. DataLoss for a corrupt chunk, naming it. For a sharded
+  // array a block is a whole shard.
   Result<bool> ReadChunk(std::span<const Index> block, const ArrayView& out,
                          MemoryPool& pool) const;
+
+  // Reads block `block` of read_grid() (an inner chunk of a sharded array,
+  // else the same as ReadChunk). DataLoss names the shard for a bad index.
+  Result<bool> ReadBlock(std::span<const Index> block, const ArrayView& out,
+                         MemoryPool& pool) const;
+
+  // Decodes stored bytes of chunk `block` (a whole shard when sharded) to
+  // check them, holding one chunk (one inner chunk) at a time.
+  Status CheckEncodedChunk(std::span<const Index> block, std::span<const std::byte> encoded,
+                           MemoryPool& pool) const;
+
+  // Starts writing shard `block` (sharded arrays only): add its inner chunks
+  // (ShardWriter::Add, full inner shape, padded at the array's edge) and
+  // Finish. The shard's index cache entry is dropped.
+  Result<std::unique_ptr<ShardWriter>> BeginShard(std::span<const Index> block,
+                                                  MemoryPool& pool) const;
 
   // Encodes and stores block `block` from `data` (the block's clipped shape).
   // A chunk whose every element is the fill value is not stored (as
@@ -89,6 +124,10 @@ class ZarrArray {
 
   // Stores an already-encoded chunk.
   Status WriteEncodedChunk(std::span<const Index> block, std::span<const std::byte> encoded) const;
+
+  // The stored bytes of chunk `block`, or nullopt when missing.
+  Result<std::optional<Buffer>> GetEncodedChunk(std::span<const Index> block,
+                                                MemoryPool& pool) const;
 
   // Removes the stored chunk (none to remove in an array Create made on an
   // empty location: then no request is sent).
@@ -120,9 +159,11 @@ class ZarrArray {
 
  private:
   ZarrArray(std::shared_ptr<Store> store, std::string path, ArrayMetadata metadata,
-            ChunkGrid grid, std::shared_ptr<const ChunkCodec> codec)
+            ChunkGrid grid, ChunkGrid read_grid, std::shared_ptr<const ChunkCodec> codec,
+            std::shared_ptr<const ShardLayout> shards)
       : store_(std::move(store)), path_(std::move(path)), metadata_(std::move(metadata)),
-        grid_(std::move(grid)), codec_(std::move(codec)) {}
+        grid_(std::move(grid)), read_grid_(std::move(read_grid)), codec_(std::move(codec)),
+        shards_(std::move(shards)) {}
 
   static Result<std::shared_ptr<ZarrArray>> Make(std::shared_ptr<Store> store, std::string path,
                                                  ArrayMetadata metadata);
@@ -131,6 +172,20 @@ class ZarrArray {
   Status CheckMissingChunk() const;
   Status ReadFullChunk(std::span<const Index> block, const ArrayView& out, MemoryPool& pool,
                        bool* present) const;
+  // Sharded arrays.
+  std::string ShardName(std::span<const Index> block) const;
+  // The index of shard `shard` (cached), or null when the shard is missing.
+  Result<std::shared_ptr<const ShardIndex>> ShardIndexOf(std::span<const Index> shard) const;
+  // Decodes the inner chunk at `encoded` into `out` (its clipped box in the
+  // array, `clipped` its shape).
+  Status DecodeInner(std::span<const std::byte> encoded, const ArrayView& out, MemoryPool& pool) const;
+  Result<bool> ReadShard(std::span<const Index> block, const ArrayView& out, MemoryPool& pool) const;
+  Status WriteShard(std::span<const Index> block, const ConstArrayView& data, MemoryPool& pool) const;
+  // Writes `region` of `data` into shard `block`, which it covers partly:
+  // untouched inner chunks keep their stored bytes.
+  Status UpdateShard(std::span<const Index> block, const Box& part, const ConstArrayView& data,
+                     MemoryPool& pool) const;
+  void ForgetShardIndex(std::span<const Index> shard) const;
   // Calls fn for every block `region` touches, with the block's box and the
   // part of it inside the region. OutOfRange when the region leaves the array.
   Status ForEachBlockIn(const Box& region,
@@ -142,6 +197,7 @@ class ZarrArray {
   std::string path_;
   ArrayMetadata metadata_;
   ChunkGrid grid_;
+  ChunkGrid read_grid_;
   std::shared_ptr<const ChunkCodec> codec_;
   // Created on a location holding nothing (or emptied by overwrite): no
   // chunk can be stored yet, so skipped fill chunks need no erase.
@@ -151,6 +207,11 @@ class ZarrArray {
   std::optional<std::string> metadata_version_;
   // Steady-clock nanoseconds of the last CheckUnchanged a missing chunk made.
   mutable std::atomic<int64_t> last_missing_check_{0};
+  std::shared_ptr<const ShardLayout> shards_;
+  // Decoded shard indexes, most recently used last (a few hundred at most).
+  static constexpr size_t kIndexCacheEntries = 256;
+  mutable std::mutex index_mu_;
+  mutable std::vector<std::pair<Index, std::shared_ptr<const ShardIndex>>> index_cache_;  // guarded by index_mu_
 };
 
 // Reads the metadata of the node at `path` (array or group, either version)
