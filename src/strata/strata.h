@@ -292,11 +292,18 @@ struct ToZarrOptions {
   std::string attributes_json = "{}";
   // The fill value (of x's dtype); default zero.
   std::optional<FillValue> fill_value;
-  // Zarr v3 only: one name (or null) per axis, written as "dimension_names".
+  // Zarr v3 sharding, as zarr-python 3's create_array(chunks=, shards=): x's
+  // chunks become the inner chunks (read one by one), `shards` the stored
+  // objects; each must be a multiple of the chunks. A task writes one whole
+  // shard, encoding each inner chunk as soon as it is filled.
+  std::optional<Shape> shards;
+  // v3 only: one name per axis (xarray's dimensions), kept in zarr.json.
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
 };
 // A lazy store of `x` into a Zarr array at `path` (chunks must be regular).
 // compute() of the returned handle writes it; nothing is written before.
+// InvalidArgument (as the handle's status) for shards that are not a
+// multiple of the chunks, or sharding in Zarr v2.
 Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options = {});
 
 // --------------------------------------------------------------------- running

@@ -72,6 +72,9 @@ def synthetic(shape, dtype, seed):
     flat = np.arange(n, dtype=np.uint64)
     if dtype == np.bool_:
         out = (synthetic_bits(seed, flat) >> _U(63)) != 0
+    elif dtype == np.float16:
+        # float32's values rounded to float16 (what numpy's astype does).
+        out = _real_values(np.dtype(np.float32), seed, flat).astype(np.float16)
     elif dtype.kind == "f":
         out = _real_values(dtype, seed, flat)
     elif dtype.kind == "c":

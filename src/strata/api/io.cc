@@ -34,6 +34,42 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
   if (m.zarr_format == ZarrFormat::kV3) {
     m.chunk_key_encoding = {ChunkKeyEncoding::Kind::kDefault, '/'};
   }
+  if (options.shards) {
+    auto fail = [&](std::string message) {
+      return Array::FromStatus(
+          InvalidArgumentError(fmt::format("to_zarr {}: {}", path, std::move(message))));
+    };
+    if (m.zarr_format != ZarrFormat::kV3) return fail("sharding needs Zarr format 3");
+    const Shape& shards = *options.shards;
+    if (shards.size() != m.shape.size()) {
+      return fail(fmt::format("shards {} do not match the rank of {}", ShapeToString(shards),
+                              ShapeToString(m.shape)));
+    }
+    for (size_t i = 0; i < shards.size(); ++i) {
+      if (shards[i] < 1 || shards[i] % m.chunk_shape[i] != 0) {
+        return fail(fmt::format("shards {} must be a multiple of the chunks {}",
+                                ShapeToString(shards), ShapeToString(m.chunk_shape)));
+      }
+    }
+    ShardingSpec sharding;
+    sharding.inner_chunk_shape = m.chunk_shape;
+    sharding.inner_encoding = m.encoding;
+    m.encoding.bytes_codecs.clear();
+    m.chunk_shape = shards;
+    m.sharding = std::move(sharding);
+    // The store's tasks are shards: gather them from x's input directly when
+    // x is itself a rechunk (one exchange, not two).
+    Array base = in;
+    if (in.node()->kind == NodeKind::kRechunk && in.node()->inputs[0]->grid.is_regular()) {
+      base = Array(in.node()->inputs[0]);
+    }
+    if (base.chunksize() != shards || !base.chunks().is_regular()) {
+      in = rechunk(base, shards);
+      if (!in.ok()) return in;
+    } else {
+      in = base;
+    }
+  }
   Result<std::shared_ptr<ZarrTarget>> target = ZarrTarget::Make(path, std::move(m), options.overwrite);
   if (!target.ok()) return Array::FromStatus(target.status().WithContext(fmt::format("to_zarr {}", path)));
   Node node;

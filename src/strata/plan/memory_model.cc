@@ -133,9 +133,45 @@ MemoryModel::Cost MemoryModel::Gather(const Node& node, int root) const {
   return total;
 }
 
+int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region_bytes) const {
+  const PlannedOp& in_op = OpOf(given);
+  const Node& in = *in_op.node;
+  if (in_op.materialized && in_op.index != root) {
+    // Read by region from its tier (the object tier stages a block).
+    return in_op.tier == Tier::kObject ? in.max_block_bytes() : 0;
+  }
+  if (in.kind == NodeKind::kExchange) {
+    const PlannedOp& src_op = OpOf(*in.inputs[0]);
+    const Node& src = *src_op.node;
+    if (src_op.materialized && src_op.index != root) {
+      return src_op.tier == Tier::kObject ? src.max_block_bytes() : 0;
+    }
+    if (StreamableHere(src)) {
+      return StreamCost(src, root, region_bytes / std::max(1, src.dtype.size())).peak;
+    }
+    return Obtain(src, root).peak;  // one input block at a time
+  }
+  if (StreamableHere(in)) {
+    return StreamCost(in, root, region_bytes / std::max(1, in.dtype.size())).peak;
+  }
+  if (in.kind == NodeKind::kZarrSource && in.zarr->is_sharded()) {
+    // Read inner chunk by inner chunk (an edge one through a temporary).
+    return in.zarr->chunk_bytes() * (2 + in.zarr->codec().read_copies());
+  }
+  return Obtain(in, root).peak;  // the whole block, held for the task
+}
+
 int64_t MemoryModel::Project(int index) const {
   const PlannedOp& op = ops_[index];
   const Node& node = *op.node;
+  if (node.kind == NodeKind::kStore && node.target && node.target->sharded()) {
+    // One inner chunk buffer and its encoding, the writer's buffer (none
+    // when it streams to a file), and the input's cost per inner chunk: a
+    // shard is never held whole.
+    const int64_t inner = node.target->chunk_bytes();
+    return reserved_ + inner * (1 + node.target->codec().write_copies()) +
+           node.target->shard_writer_bytes() + InputRegionPeak(*node.inputs[0], index, inner);
+  }
   const Cost c = Obtain(node, index);
   int64_t write_extra = 0;
   if (node.kind == NodeKind::kStore && node.target) {

@@ -78,6 +78,9 @@ class MemoryModel {
   bool StreamableHere(const Node& node) const;
   Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
   Cost Gather(const Node& node, int root) const;
+  // A store task of a sharded target fills one inner chunk at a time: the
+  // cost of computing one region of `region_bytes` of its input there.
+  int64_t InputRegionPeak(const Node& in, int root, int64_t region_bytes) const;
 
   std::span<const PlannedOp> ops_;
   const std::unordered_map<const Node*, int>& index_;

@@ -25,7 +25,15 @@ Result<std::shared_ptr<ZarrTarget>> ZarrTarget::Make(std::string url, ArrayMetad
                                                      bool overwrite) {
   STRATA_RETURN_IF_ERROR(metadata.Validate());
   std::shared_ptr<ZarrTarget> t(new ZarrTarget());
-  STRATA_ASSIGN_OR_RETURN(t->codec_, ChunkCodec::Make(metadata.encoding, metadata.chunk_shape));
+  STRATA_ASSIGN_OR_RETURN(t->codec_, ChunkCodec::Make(metadata.read_chunk_encoding(),
+                                                       metadata.read_chunk_shape()));
+  if (metadata.sharding) {
+    STRATA_ASSIGN_OR_RETURN(t->shard_layout_, ShardLayout::Make(metadata));
+    // LocalStore writers stream to their temporary file; the others (S3,
+    // memory://) collect the shard first.
+    const bool streams = url.rfind("s3://", 0) != 0 && url.rfind("memory://", 0) != 0;
+    t->shard_writer_bytes_ = streams ? 0 : t->shard_layout_->max_shard_bytes();
+  }
   t->url_ = std::move(url);
   t->metadata_ = std::move(metadata);
   t->overwrite_ = overwrite;

@@ -41,6 +41,7 @@ namespace strata {
 
 class ZarrArray;
 class ChunkCodec;
+class ShardLayout;
 
 // The Zarr array a store node writes. It is created when a compute starts
 // (Open), not when to_zarr is called, so a plan that is refused writes nothing.
@@ -53,8 +54,16 @@ class ZarrTarget {
                                                   bool overwrite);
   const std::string& url() const { return url_; }
   const ArrayMetadata& metadata() const { return metadata_; }
+  // The codec of one stored chunk (of one inner chunk, when sharded).
   const ChunkCodec& codec() const { return *codec_; }
   int64_t chunk_bytes() const;
+  // Sharded targets: a store task writes a whole shard, inner chunk by inner
+  // chunk (null layout otherwise).
+  bool sharded() const { return shard_layout_ != nullptr; }
+  const std::shared_ptr<const ShardLayout>& shard_layout() const { return shard_layout_; }
+  // Memory the store's writer of one shard holds: 0 for a local directory
+  // (it streams to a file), the shard's encoded bound elsewhere.
+  int64_t shard_writer_bytes() const { return shard_writer_bytes_; }
   // Creates the array (incomplete until Commit); idempotent.
   Status Open();
   // The array once opened, else null.
@@ -66,6 +75,8 @@ class ZarrTarget {
   ArrayMetadata metadata_;
   bool overwrite_ = false;
   std::shared_ptr<const ChunkCodec> codec_;
+  std::shared_ptr<const ShardLayout> shard_layout_;
+  int64_t shard_writer_bytes_ = 0;
   mutable std::mutex mu_;
   std::shared_ptr<ZarrArray> array_;
 };

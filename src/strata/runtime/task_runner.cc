@@ -39,7 +39,8 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   switch (node.kind) {
     case NodeKind::kZarrSource: {
       STRATA_ASSIGN_OR_RETURN(NDArray a, NewOutput(node, block, box.shape, frame));
-      STRATA_RETURN_IF_ERROR(node.zarr->ReadChunk(block, a.view(), *frame.pool).status());
+      // Inner chunk by inner chunk for a sharded array (its read grid).
+      STRATA_RETURN_IF_ERROR(node.zarr->ReadBlock(block, a.view(), *frame.pool).status());
       return a;
     }
     case NodeKind::kMemorySource:
@@ -141,6 +142,12 @@ Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> bl
   // (a copy from RAM or a pread per run from a file), else one input block
   // at a time.
   STRATA_ASSIGN_OR_RETURN(NDArray out, NewOutput(node, block, box.shape, frame));
+  STRATA_RETURN_IF_ERROR(ExchangeInto(node, block, box, out.view(), frame));
+  return out;
+}
+
+Status TaskRunner::ExchangeInto(const Node& node, std::span<const Index> block, const Box& box,
+                                const ArrayView& out_view, Frame& frame) {
   const Node& in = Resolve(*node.inputs[0]);
   const int index = plan_.IndexOf(&in);
   const bool tiered = index >= 0 && plan_.ops()[index].materialized && index != frame.root;
@@ -151,9 +158,14 @@ Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> bl
     Box kbox = in.grid.BlockBox(k);
     Box part = Intersect(kbox, box);
     if (part.empty()) return;
-    ArrayView dst = out.view().Slice(Translate(part, box.origin));
+    ArrayView dst = out_view.Slice(Translate(part, box.origin));
     if (tiered) {
       reads.push_back({Shape(k.begin(), k.end()), Translate(part, kbox.origin), dst});
+      return;
+    }
+    if (Streamable(in)) {
+      // A virtual or fused elementwise input: just the part needed.
+      status = RegionOf(in, k, Translate(part, kbox.origin), dst, frame);
       return;
     }
     Result<BlockView> held = Obtain(in, k, frame);
@@ -165,7 +177,61 @@ Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> bl
   });
   if (status.ok() && !reads.empty()) status = tiers_[index]->GetRegions(reads);
   if (!status.ok()) return status.WithContext(fmt::format("{} ({})", node.op_name, node.name));
-  return out;
+  return Status::Ok();
+}
+
+Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block,
+                               const Box& region, const ArrayView& out, Frame& frame) {
+  const int index = plan_.IndexOf(&given);
+  const PlannedOp& op = plan_.ops()[index];
+  const Node& node = *op.node;
+  const bool tiered = op.materialized && index != frame.root;
+  const Box kbox = node.grid.BlockBox(block);
+  if (tiered) {
+    std::vector<IntermediateStore::RegionRead> reads;
+    reads.push_back({Shape(block.begin(), block.end()), Translate(region, kbox.origin), out});
+    return tiers_[index]->GetRegions(reads);
+  }
+  if (node.kind == NodeKind::kExchange) return ExchangeInto(node, block, region, out, frame);
+  if (Streamable(node)) return RegionOf(node, block, Translate(region, kbox.origin), out, frame);
+  if (node.kind == NodeKind::kZarrSource && node.zarr->is_sharded()) {
+    return node.zarr->ReadRegion(region, out, *frame.pool);
+  }
+  auto key = std::make_pair(&node, Shape(block.begin(), block.end()));
+  auto it = frame.stream_leaves.find(key);
+  if (it == frame.stream_leaves.end()) {
+    STRATA_ASSIGN_OR_RETURN(BlockView held, Obtain(node, block, frame));
+    it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
+  }
+  CopyArray(it->second.view.Slice(Translate(region, kbox.origin)), out);
+  return Status::Ok();
+}
+
+Status TaskRunner::StoreShard(const Node& node, std::span<const Index> block, Frame& frame) {
+  const ZarrArray& array = *node.target->array();
+  const ShardLayout& layout = *array.shard_layout();
+  const Node& in = *node.inputs[0];
+  const Box shard = node.grid.BlockBox(block);
+  const Box clipped = Box::FromShape(shard.shape);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                          array.BeginShard(block, *frame.pool));
+  STRATA_ASSIGN_OR_RETURN(NDArray inner,
+                          NDArray::Allocate(*frame.pool, node.dtype, layout.inner_shape()));
+  const std::vector<std::byte>& fill = array.metadata().fill_value.bytes;
+  for (Index j = 0; j < layout.inner_per_shard(); ++j) {
+    const Box local = layout.InnerBox(j);
+    const Box part = Intersect(local, clipped);
+    if (part.empty()) continue;
+    if (part != local) FillArray(inner.view(), fill);
+    Box global = part;
+    for (int i = 0; i < global.rank(); ++i) global.origin[i] += shard.origin[i];
+    STRATA_RETURN_IF_ERROR(
+        InputRegion(in, block, global, inner.view().Slice(Translate(part, local.origin)), frame));
+    STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
+  }
+  frame.stream_leaves.clear();
+  return writer->Finish().status().WithContext(
+      fmt::format("writing shard {} of {}", BlockName(block), array.url()));
 }
 
 bool TaskRunner::Streamable(const Node& given) const {
@@ -268,7 +334,9 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
       {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
        plan_.spec().allowed_mem});
   auto t0 = Clock::now();
-  if (node.kind == NodeKind::kStore) {
+  if (node.kind == NodeKind::kStore && node.target->array()->is_sharded()) {
+    STRATA_RETURN_IF_ERROR(StoreShard(node, block, frame));
+  } else if (node.kind == NodeKind::kStore) {
     STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
     STRATA_RETURN_IF_ERROR(WriteStoreBlock(node, block, in.view, frame));
   } else {

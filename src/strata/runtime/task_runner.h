@@ -97,6 +97,20 @@ class TaskRunner {
   // covers.
   Status WriteStoreBlock(const Node& node, std::span<const Index> block,
                          const ConstArrayView& data, Frame& frame);
+  // Gathers `region` (array coordinates, inside block `block`) of exchange
+  // `node` into `out`.
+  Status ExchangeInto(const Node& node, std::span<const Index> block, const Box& region,
+                      const ArrayView& out, Frame& frame);
+  // Computes `region` (array coordinates, inside block `block`) of `node`
+  // into `out` without its whole block where it can: a tiered block is read
+  // by region, a fused exchange gathers just the region, a streamable chain
+  // computes it, a sharded source reads the inner chunks it needs; anything
+  // else is obtained whole once per task.
+  Status InputRegion(const Node& node, std::span<const Index> block, const Box& region,
+                     const ArrayView& out, Frame& frame);
+  // A store task of a sharded target: the shard assembled inner chunk by
+  // inner chunk, each encoded as soon as it is filled.
+  Status StoreShard(const Node& node, std::span<const Index> block, Frame& frame);
   // The array `node`'s block is computed into: for the block a task stores
   // in a tier, the tier's own buffer where it has one (a ShmStore object,
   // sealed by Put without a copy); else from the task's pool.

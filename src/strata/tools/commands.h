@@ -24,6 +24,8 @@ struct RandomOptions {
   uint64_t seed = 0;
   std::vector<BytesCodecSpec> codecs;
   ZarrFormat zarr_format = ZarrFormat::kV2;
+  // Zarr v3 sharding: `chunks` are the inner chunks, these the shards.
+  std::optional<Shape> shards;
   int workers = 1;
   bool overwrite = false;
 };
@@ -42,6 +44,10 @@ struct CopyOptions {
   std::string dst;
   std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
   std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
+  // Write a sharded v3 array: shards of this shape, inner chunks `chunks`
+  // (default: the source's chunks). Runs as a rechunk.
+  std::optional<Shape> shards;
+  std::optional<Shape> chunks;
   int workers = 1;
   bool overwrite = false;
 };
@@ -72,6 +78,8 @@ struct RechunkOptions {
   int workers = 1;
   std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
   std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
+  // Zarr v3 sharding of DST: `chunks` are the inner chunks, these the shards.
+  std::optional<Shape> shards;
   bool overwrite = false;
   std::string history;  // JSON-lines history file, if any
   bool quiet = false;

@@ -12,8 +12,32 @@ Status RunCopy(const CopyOptions& options) {
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix src_at, OpenStoreUrl(options.src, /*create=*/false));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> src,
                           ZarrArray::Open(src_at.store, src_at.prefix));
+  if (options.shards) {
+    // Into shards: a rechunk whose target chunks are the inner chunks (the
+    // source's by default), each shard assembled by one task.
+    RechunkOptions r;
+    r.src = options.src;
+    r.dst = options.dst;
+    r.chunks = options.chunks.value_or(src->metadata().read_chunk_shape());
+    r.shards = options.shards;
+    r.codecs = options.codecs;
+    r.zarr_format = options.zarr_format;
+    r.workers = options.workers;
+    r.overwrite = options.overwrite;
+    r.quiet = true;
+    return RunRechunk(r);
+  }
   ArrayMetadata metadata = src->metadata();
-  if (options.codecs) metadata.encoding.bytes_codecs = *options.codecs;
+  if (metadata.sharding && options.zarr_format == ZarrFormat::kV2) {
+    // v2 has no sharding: the inner chunks become the chunks.
+    metadata.chunk_shape = metadata.sharding->inner_chunk_shape;
+    metadata.encoding = metadata.sharding->inner_encoding;
+    metadata.sharding.reset();
+  }
+  if (options.codecs) {
+    (metadata.sharding ? metadata.sharding->inner_encoding : metadata.encoding).bytes_codecs =
+        *options.codecs;
+  }
   if (options.zarr_format && *options.zarr_format != metadata.zarr_format) {
     metadata.zarr_format = *options.zarr_format;
     metadata.chunk_key_encoding = metadata.zarr_format == ZarrFormat::kV3
@@ -41,40 +65,70 @@ Status RunCopy(const CopyOptions& options) {
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> dst,
                           ZarrArray::Create(dst_at.store, dst_at.prefix, metadata, create));
 
-  // Same encoding: move the stored bytes as they are (checked, not re-encoded).
-  const bool raw = dst->metadata().encoding == src->metadata().encoding;
-  const ChunkGrid& grid = src->grid();
+  // Same encoding and layout: move the stored bytes as they are (checked,
+  // not re-encoded). Otherwise every block of DST is read from SRC by
+  // region: only the inner chunks it needs when SRC is sharded.
+  const bool raw = dst->metadata().encoding == src->metadata().encoding &&
+                   dst->metadata().sharding == src->metadata().sharding &&
+                   dst->metadata().chunk_shape == src->metadata().chunk_shape;
+  const bool same_blocks = !dst->is_sharded() && dst->grid() == src->read_grid();
+  const ChunkGrid& grid = raw ? src->grid() : dst->grid();
   auto pool = MemoryPool::Default()->NewChild({"strata copy", 0});
-  ProgressBar progress("copy", grid.num_blocks(), src->chunk_bytes());
+  const int64_t block_bytes = NumElements(grid.chunk_shape()) * src->dtype().size();
+  ProgressBar progress("copy", grid.num_blocks(), block_bytes);
   STRATA_RETURN_IF_ERROR(ParallelFor(grid.num_blocks(), options.workers, [&](int64_t b) -> Status {
     Shape block(grid.rank());
     UnravelIndex(b, grid.grid_shape(), block);
     if (raw) {
-      Result<Buffer> bytes = src->store()->Get(src->ChunkStoreKey(block), *pool);
-      if (!bytes.ok()) {
-        if (IsNotFound(bytes.status())) {
-          progress.Advance();
-          return Status::Ok();  // missing stays missing: it reads as the fill value
-        }
-        return bytes.status().WithContext(
-            fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), src->url()));
-      }
-      // Same encoding: the stored bytes are copied as they are, but decoded
-      // once to check them, so a corrupt chunk is reported, not propagated.
-      STRATA_ASSIGN_OR_RETURN(NDArray check,
-                              NDArray::Allocate(*pool, src->dtype(), src->metadata().chunk_shape));
-      STRATA_RETURN_IF_ERROR(src->codec().Decode(bytes->span(), check.view(), *pool).WithContext(
-          fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), src->url())));
-      if (dst->IsFillChunk(check.view().Slice(Box::FromShape(grid.BlockShape(block))))) {
-        STRATA_RETURN_IF_ERROR(dst->EraseChunk(block));  // as WriteChunk: fill is not stored
-      } else {
+      STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> bytes, src->GetEncodedChunk(block, *pool));
+      // Missing stays missing: it reads as the fill value.
+      if (bytes && src->is_sharded()) {
+        // Decoded once to check it, inner chunk by inner chunk, so a corrupt
+        // shard is reported, not propagated.
+        STRATA_RETURN_IF_ERROR(src->CheckEncodedChunk(block, bytes->span(), *pool));
         STRATA_RETURN_IF_ERROR(dst->WriteEncodedChunk(block, bytes->span()));
+      } else if (bytes) {
+        // Same encoding: the stored bytes are copied as they are, but decoded
+        // once to check them, so a corrupt chunk is reported, not propagated.
+        STRATA_ASSIGN_OR_RETURN(NDArray check, NDArray::Allocate(*pool, src->dtype(),
+                                                                 src->metadata().chunk_shape));
+        STRATA_RETURN_IF_ERROR(src->codec().Decode(bytes->span(), check.view(), *pool).WithContext(
+            fmt::format("reading chunk {} of {}", JoinIndices(block, '.'), src->url())));
+        if (dst->IsFillChunk(check.view().Slice(Box::FromShape(grid.BlockShape(block))))) {
+          STRATA_RETURN_IF_ERROR(dst->EraseChunk(block));  // as WriteChunk: fill is not stored
+        } else {
+          STRATA_RETURN_IF_ERROR(dst->WriteEncodedChunk(block, bytes->span()));
+        }
       }
-    } else {
+    } else if (same_blocks) {
       STRATA_ASSIGN_OR_RETURN(NDArray chunk,
                               NDArray::Allocate(*pool, src->dtype(), grid.BlockShape(block)));
-      STRATA_ASSIGN_OR_RETURN(bool present, src->ReadChunk(block, chunk.view(), *pool));
+      STRATA_ASSIGN_OR_RETURN(bool present, src->ReadBlock(block, chunk.view(), *pool));
       if (present) STRATA_RETURN_IF_ERROR(dst->WriteChunk(block, chunk.view(), *pool));
+    } else if (dst->is_sharded()) {
+      // A shard assembled inner chunk by inner chunk: one inner chunk in memory.
+      const ShardLayout& layout = *dst->shard_layout();
+      const Box shard = grid.BlockBox(block);
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, dst->BeginShard(block, *pool));
+      STRATA_ASSIGN_OR_RETURN(NDArray inner,
+                              NDArray::Allocate(*pool, src->dtype(), layout.inner_shape()));
+      for (Index j = 0; j < layout.inner_per_shard(); ++j) {
+        const Box local = layout.InnerBox(j);
+        const Box part = Intersect(local, Box::FromShape(shard.shape));
+        if (part.empty()) continue;
+        if (part != local) FillArray(inner.view(), dst->metadata().fill_value.bytes);
+        Box global = part;
+        for (int i = 0; i < grid.rank(); ++i) global.origin[i] += shard.origin[i];
+        STRATA_RETURN_IF_ERROR(src->ReadRegion(
+            global, inner.view().Slice(Translate(part, local.origin)), *pool));
+        STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
+      }
+      STRATA_RETURN_IF_ERROR(writer->Finish().status());
+    } else {
+      const Box box = grid.BlockBox(block);
+      STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(*pool, src->dtype(), box.shape));
+      STRATA_RETURN_IF_ERROR(src->ReadRegion(box, chunk.view(), *pool));
+      STRATA_RETURN_IF_ERROR(dst->WriteChunk(block, chunk.view(), *pool));
     }
     progress.Advance();
     return Status::Ok();

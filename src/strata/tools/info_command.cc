@@ -14,28 +14,10 @@
 namespace strata {
 namespace {
 
-std::string FormatReal(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return fmt::format("{}", v);
-}
-
 std::string FormatFillValue(DType dtype, const FillValue& fill) {
   if (fill.is_null) return "null";
-  return VisitDType(dtype, [&](auto tag) -> std::string {
-    using T = typename decltype(tag)::type;
-    T v;
-    std::memcpy(&v, fill.bytes.data(), sizeof(T));
-    if constexpr (std::is_same_v<T, bool>) {
-      return v ? "true" : "false";
-    } else if constexpr (kIsComplex<T>) {
-      return fmt::format("[{}, {}]", FormatReal(v.real()), FormatReal(v.imag()));
-    } else if constexpr (std::is_floating_point_v<T>) {
-      return FormatReal(v);
-    } else {
-      return fmt::format("{}", v);
-    }
-  });
+  if (fill.bytes.size() != static_cast<size_t>(dtype.size())) return "?";
+  return FormatElement(dtype, fill.bytes.data());
 }
 
 std::string OrderName(const ArrayMetadata& m) {
@@ -72,8 +54,12 @@ Status RunInfo(const InfoOptions& options) {
   }
   const int64_t logical = NumElements(m.shape) * m.dtype().size();
   const int64_t chunk_bytes = NumElements(m.chunk_shape) * m.dtype().size();
-  std::string dtype_name(m.dtype().name());
-  if (m.zarr_format == ZarrFormat::kV2) dtype_name += " (" + m.dtype().ZarrV2Name(m.encoding.endian) + ")";
+  std::string dtype_name = m.dtype().ToString();
+  if (m.zarr_format == ZarrFormat::kV2) {
+    dtype_name += " (" + m.dtype().ZarrV2Name(m.encoding.endian) + ")";
+  } else if (m.dtype().is_fixed_length()) {
+    dtype_name += fmt::format(" ({}, {} bytes)", m.dtype().name(), m.dtype().size());
+  }
   std::string example_key = m.ChunkKey(Shape(m.rank(), 0));
   if (options.json) {
     nlohmann::json j = {
@@ -83,7 +69,9 @@ Status RunInfo(const InfoOptions& options) {
         {"complete", complete},
         {"shape", m.shape},
         {"chunks", m.chunk_shape},
-        {"dtype", std::string(m.dtype().name())},
+        {"inner_chunks", m.sharding ? nlohmann::json(m.sharding->inner_chunk_shape)
+                                    : nlohmann::json(nullptr)},
+        {"dtype", m.dtype().ToString()},
         {"endian", std::string(EndianName(m.encoding.endian))},
         {"order", OrderName(m)},
         {"fill_value", FormatFillValue(m.dtype(), m.fill_value)},
@@ -104,6 +92,12 @@ Status RunInfo(const InfoOptions& options) {
   fmt::print("shape:        {}\n", ShapeToString(m.shape));
   fmt::print("chunks:       {}  ({} chunks in grid {}, {} each)\n", ShapeToString(m.chunk_shape),
              grid.num_blocks(), ShapeToString(grid.grid_shape()), FormatBytes(chunk_bytes));
+  if (m.sharding) {
+    const Shape& inner = m.sharding->inner_chunk_shape;
+    fmt::print("shards:       {} inner chunks of {} per shard ({} each)\n",
+               NumElements(m.chunk_shape) / NumElements(inner), ShapeToString(inner),
+               FormatBytes(NumElements(inner) * m.dtype().size()));
+  }
   fmt::print("dtype:        {}\n", dtype_name);
   fmt::print("order:        {}\n", OrderName(m));
   fmt::print("fill_value:   {}\n", FormatFillValue(m.dtype(), m.fill_value));

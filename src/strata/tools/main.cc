@@ -46,6 +46,22 @@ void CheckSizeOption(const CLI::App* sub, const std::string& name, const std::st
   OrUsage(ParseByteSize(value).status().WithContext(name));
 }
 
+// --shards: a shape each of whose extents is a multiple of `chunks`.
+Shape ParseShardsOption(const std::string& text, const Shape& chunks, std::string_view chunks_name) {
+  Shape shards = OrUsage(ParseShape(text, "--shards"));
+  if (shards.size() != chunks.size()) {
+    throw UsageError{fmt::format("--shards {} does not match the rank of {} {}",
+                                 ShapeToString(shards), chunks_name, ShapeToString(chunks))};
+  }
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i] < 1 || shards[i] % chunks[i] != 0) {
+      throw UsageError{fmt::format("--shards {} must be a multiple of {} {} (the inner chunks)",
+                                   ShapeToString(shards), chunks_name, ShapeToString(chunks))};
+    }
+  }
+  return shards;
+}
+
 ZarrFormat ParseFormat(int v) {
   if (v != 2 && v != 3) throw UsageError{fmt::format("--zarr-format must be 2 or 3, got {}", v)};
   return v == 2 ? ZarrFormat::kV2 : ZarrFormat::kV3;
@@ -58,7 +74,7 @@ int Main(int argc, char** argv) {
   const int default_workers = AvailableCores();
 
   // strata random
-  std::string r_dst, r_shape, r_chunks, r_dtype = "float64", r_codec = "blosc";
+  std::string r_dst, r_shape, r_chunks, r_dtype = "float64", r_codec = "blosc", r_shards;
   uint64_t r_seed = 0;
   int r_format = 2, r_workers = default_workers;
   bool r_overwrite = false;
@@ -67,11 +83,13 @@ int Main(int argc, char** argv) {
   random->add_option("DST", r_dst, "Destination array path")->required();
   random->add_option("--shape", r_shape, "Array shape, e.g. 10000,10000")->required();
   random->add_option("--chunks", r_chunks, "Chunk shape, e.g. 10000,1000")->required();
-  random->add_option("--dtype", r_dtype, "Data type (bool, int8..uint64, float32, float64, complex64, complex128)")
+  random->add_option("--dtype", r_dtype, "Data type (bool, int8..uint64, float16, float32, float64, complex64, complex128)")
       ->capture_default_str();
   random->add_option("--seed", r_seed, "Seed")->capture_default_str();
   random->add_option("--codec", r_codec, "Codec, e.g. blosc, zstd:level=3, none")->capture_default_str();
   random->add_option("--zarr-format", r_format, "Zarr format of DST: 2 or 3")->capture_default_str();
+  random->add_option("--shards", r_shards,
+                     "Zarr v3 shards, e.g. 10000,10000: --chunks are then the inner chunks");
   random->add_option("--workers", r_workers, "Threads")->capture_default_str();
   random->add_flag("--overwrite", r_overwrite, "Replace an existing array at DST");
 
@@ -83,7 +101,7 @@ int Main(int argc, char** argv) {
   info->add_flag("--json", i_json, "Print JSON");
 
   // strata copy
-  std::string c_src, c_dst, c_codec;
+  std::string c_src, c_dst, c_codec, c_shards, c_chunks;
   int c_format = 0, c_workers = default_workers;
   bool c_overwrite = false;
   CLI::App* copy = app.add_subcommand("copy", "Re-encode SRC into DST (same shape and chunks)");
@@ -91,6 +109,10 @@ int Main(int argc, char** argv) {
   copy->add_option("DST", c_dst, "Destination array")->required();
   copy->add_option("--codec", c_codec, "New codec (default: keep SRC's), e.g. zstd:level=3, none");
   copy->add_option("--zarr-format", c_format, "Zarr format of DST: 2 or 3 (default: SRC's)");
+  copy->add_option("--shards", c_shards,
+                   "Write a sharded Zarr v3 array with shards of this shape (implies "
+                   "--zarr-format 3)");
+  copy->add_option("--chunks", c_chunks, "With --shards: the inner chunks (default: SRC's chunks)");
   copy->add_option("--workers", c_workers, "Threads")->capture_default_str();
   copy->add_flag("--overwrite", c_overwrite, "Replace an existing array at DST");
 
@@ -106,7 +128,7 @@ int Main(int argc, char** argv) {
 
   // strata rechunk / strata plan (shared options)
   RechunkOptions rk;
-  std::string rk_chunks, rk_codec, rk_shape, rk_source_chunks, rk_dtype = "float64";
+  std::string rk_chunks, rk_codec, rk_shape, rk_source_chunks, rk_dtype = "float64", rk_shards;
   int rk_format = 0;
   rk.workers = default_workers;
   auto add_rechunk_options = [&](CLI::App* sub) {
@@ -135,6 +157,9 @@ int Main(int argc, char** argv) {
   add_rechunk_options(rechunk);
   rechunk->add_option("--codec", rk_codec, "Codec of DST (default: SRC's), e.g. zstd:level=3, none");
   rechunk->add_option("--zarr-format", rk_format, "Zarr format of DST: 2 or 3 (default: SRC's)");
+  rechunk->add_option("--shards", rk_shards,
+                      "Write a sharded Zarr v3 array: shards of this shape holding inner chunks "
+                      "of --chunks (implies --zarr-format 3)");
   rechunk->add_option("--history", rk.history, "Append per-task history (JSON lines) to FILE");
   rechunk->add_flag("--overwrite", rk.overwrite, "Replace an existing array at DST");
   rechunk->add_flag("--quiet", rk.quiet, "Print nothing but errors");
@@ -192,11 +217,15 @@ int Main(int argc, char** argv) {
         }
       }
       o.dtype = OrUsage(ParseDTypeName(r_dtype));
+      if (o.dtype.is_fixed_length()) {
+        throw UsageError{fmt::format("--dtype {}: random data is numeric (or float16)", r_dtype)};
+      }
       o.seed = r_seed;
       o.codecs = OrUsage(ParseCodecArgument(r_codec));
       o.zarr_format = ParseFormat(r_format);
       o.workers = check_workers(r_workers);
       o.overwrite = r_overwrite;
+      if (!r_shards.empty()) o.shards = ParseShardsOption(r_shards, o.chunks, "--chunks");
       Status s = RunRandom(o);
       return s.ok() ? 0 : Fail(s);
     }
@@ -212,6 +241,15 @@ int Main(int argc, char** argv) {
       if (c_format != 0) o.zarr_format = ParseFormat(c_format);
       o.workers = check_workers(c_workers);
       o.overwrite = c_overwrite;
+      if (!c_chunks.empty()) {
+        if (c_shards.empty()) throw UsageError{"copy --chunks needs --shards (use rechunk to change chunks)"};
+        o.chunks = OrUsage(ParseShape(c_chunks, "--chunks"));
+      }
+      if (!c_shards.empty()) {
+        if (o.zarr_format == ZarrFormat::kV2) throw UsageError{"--shards needs --zarr-format 3"};
+        o.shards = OrUsage(ParseShape(c_shards, "--shards"));
+        if (o.chunks) o.shards = ParseShardsOption(c_shards, *o.chunks, "--chunks");
+      }
       OrUsage(CheckDisjoint(o.src, "SRC", o.dst, "DST"));
       Status s = RunCopy(o);
       return s.ok() ? 0 : Fail(s);
@@ -246,6 +284,10 @@ int Main(int argc, char** argv) {
       OrUsage(ParseExecutor(rk.executor));
       OrUsage(ParseTierChoice(rk.tier));
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
+      if (!rk_shards.empty()) {
+        if (rk_format == 2) throw UsageError{"--shards needs --zarr-format 3"};
+        rk.shards = ParseShardsOption(rk_shards, rk.chunks, "--chunks");
+      }
       if (rk_format != 0) rk.zarr_format = ParseFormat(rk_format);
       if (rk.plan_only) {
         if (rk.src.empty() == rk_shape.empty()) {

@@ -117,11 +117,18 @@ Status RunRechunk(const RechunkOptions& given) {
   if (!y.ok()) return y.status();
   ToZarrOptions to;
   to.zarr_format = o.zarr_format.value_or(sm.zarr_format);
-  std::vector<BytesCodecSpec> codecs = o.codecs.value_or(sm.encoding.bytes_codecs);
+  std::vector<BytesCodecSpec> codecs = o.codecs.value_or(sm.read_chunk_encoding().bytes_codecs);
   if (to.zarr_format != sm.zarr_format && !o.codecs) codecs = DefaultCodecs();
   to.no_compression = codecs.empty();
   to.codecs = codecs;
   to.overwrite = o.overwrite;
+  if (o.shards) {
+    if (o.zarr_format == ZarrFormat::kV2) {
+      return InvalidArgumentError("--shards needs --zarr-format 3 (Zarr v2 has no sharding)");
+    }
+    to.zarr_format = ZarrFormat::kV3;  // sharding is v3's: --shards implies it
+    to.shards = o.shards;
+  }
   CarriedAttributes carried = CarryAttributes(sm, to.zarr_format);
   to.fill_value = std::move(carried.fill_value);
   to.attributes_json = std::move(carried.attributes_json);

@@ -7,6 +7,7 @@
 
 #include "strata/base/parallel.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/float16.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/commands.h"
 #include "strata/base/progress.h"
@@ -66,10 +67,12 @@ Result<bool> RunVerify(const VerifyOptions& options) {
     return false;
   }
   if (a->dtype() != b->dtype()) {
-    fmt::print("NOT EQUAL: dtypes differ: {} vs {}\n", a->dtype().name(), b->dtype().name());
+    fmt::print("NOT EQUAL: dtypes differ: {} vs {}\n", a->dtype().ToString(),
+               b->dtype().ToString());
     return false;
   }
-  const ChunkGrid& grid = a->grid();
+  // Block by block of what A reads one at a time (inner chunks when sharded).
+  const ChunkGrid& grid = a->read_grid();
   auto pool = MemoryPool::Default()->NewChild({"strata verify", 0});
   std::mutex mu;
   int64_t mismatches = 0;
@@ -82,13 +85,47 @@ Result<bool> RunVerify(const VerifyOptions& options) {
     UnravelIndex(bi, grid.grid_shape(), block);
     Box box = grid.BlockBox(block);
     STRATA_ASSIGN_OR_RETURN(NDArray x, NDArray::Allocate(*pool, a->dtype(), box.shape));
-    STRATA_RETURN_IF_ERROR(a->ReadChunk(block, x.view(), *pool).status());
+    STRATA_RETURN_IF_ERROR(a->ReadBlock(block, x.view(), *pool).status());
     STRATA_ASSIGN_OR_RETURN(NDArray y, NDArray::Allocate(*pool, b->dtype(), box.shape));
     STRATA_RETURN_IF_ERROR(b->ReadRegion(box, y.view(), *pool));
     int64_t local = 0;
     double local_max = 0;
     std::vector<std::pair<int64_t, Mismatch>> local_first;
-    VisitDType(a->dtype(), [&](auto tag) {
+    auto report = [&](Index i, const std::string& xa, const std::string& yb) {
+      if (static_cast<int>(local_first.size()) < options.max_report) {
+        Shape in_block(box.rank());
+        UnravelIndex(i, box.shape, in_block);
+        Shape global(box.rank());
+        for (int k = 0; k < box.rank(); ++k) global[k] = box.origin[k] + in_block[k];
+        local_first.push_back({LinearIndex(global, a->shape()), Mismatch{global, xa, yb}});
+      }
+    };
+    if (!a->dtype().is_numeric()) {
+      // float16 compares as numbers, the fixed-length types byte by byte
+      // (a difference counts 1 towards max |a - b|).
+      const DType t = a->dtype();
+      const size_t esize = static_cast<size_t>(t.size());
+      const Index n = x.num_elements();
+      for (Index i = 0; i < n; ++i) {
+        const std::byte* xp = x.data() + i * esize;
+        const std::byte* yp = y.data() + i * esize;
+        double d = 0;
+        if (t.is_float16()) {
+          uint16_t u, v;
+          std::memcpy(&u, xp, 2);
+          std::memcpy(&v, yp, 2);
+          const double du = HalfToDouble(u), dv = HalfToDouble(v);
+          if (SameValue(du, dv)) continue;
+          d = AbsDiff(du, dv);
+        } else {
+          if (std::memcmp(xp, yp, esize) == 0) continue;
+          d = 1;
+        }
+        ++local;
+        if (!(d <= local_max)) local_max = d;
+        report(i, FormatElement(t, xp), FormatElement(t, yp));
+      }
+    } else VisitDType(a->dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* xs = x.data_as<T>();
       const T* ys = y.data_as<T>();
@@ -98,14 +135,7 @@ Result<bool> RunVerify(const VerifyOptions& options) {
         ++local;
         double d = AbsDiff(xs[i], ys[i]);
         if (!(d <= local_max)) local_max = d;  // NaN vs number counts as the largest
-        if (static_cast<int>(local_first.size()) < options.max_report) {
-          Shape in_block(box.rank());
-          UnravelIndex(i, box.shape, in_block);
-          Shape global(box.rank());
-          for (int k = 0; k < box.rank(); ++k) global[k] = box.origin[k] + in_block[k];
-          local_first.push_back({LinearIndex(global, a->shape()),
-                                 Mismatch{global, ToText(xs[i]), ToText(ys[i])}});
-        }
+        report(i, ToText(xs[i]), ToText(ys[i]));
       }
     });
     std::lock_guard lock(mu);
@@ -119,7 +149,7 @@ Result<bool> RunVerify(const VerifyOptions& options) {
   const int64_t total = NumElements(a->shape());
   if (mismatches == 0) {
     fmt::print("EQUAL: {} elements of {} {} compared, no differences\n", total,
-               ShapeToString(a->shape()), a->dtype().name());
+               ShapeToString(a->shape()), a->dtype().ToString());
     return true;
   }
   std::sort(reported.begin(), reported.end(),
