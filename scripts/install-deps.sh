@@ -15,7 +15,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   # ip netns and unshare: the simulated hosts of tests/interop/test_mpi_hosts.py
   iproute2 util-linux
-  python3-zarr python3-numpy python3-pytest python3-dask
+  python3-zarr python3-numpy python3-pytest python3-dask python3-xarray
   # the dask executor (issue 20) and its tests
   python3-distributed python3-cloudpickle
   python3-dev pybind11-dev python3-hypothesis python3-tqdm graphviz

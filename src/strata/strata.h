@@ -290,8 +290,6 @@ struct ToZarrOptions {
   ZarrFormat zarr_format = ZarrFormat::kV2;
   bool overwrite = false;
   std::string attributes_json = "{}";
-  // The fill value (of x's dtype); default zero.
-  std::optional<FillValue> fill_value;
   // Zarr v3 sharding, as zarr-python 3's create_array(chunks=, shards=): x's
   // chunks become the inner chunks (read one by one), `shards` the stored
   // objects; each must be a multiple of the chunks. A task writes one whole
@@ -299,6 +297,19 @@ struct ToZarrOptions {
   std::optional<Shape> shards;
   // v3 only: one name per axis (xarray's dimensions), kept in zarr.json.
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
+  // The fill value (default: zero; v2's null is kept only in v2).
+  std::optional<FillValue> fill_value;
+  // Backfill (xarray's to_zarr(region=)): write x into the box starting at
+  // `region_origin` (x's shape) of the existing array at `path`, whose
+  // metadata stays as it is (codecs, chunks, fill value; the options above
+  // are ignored). Chunks x covers partly are read, updated and rewritten
+  // under a lock per chunk; none is ever torn.
+  std::optional<Shape> region_origin;
+  // Append (xarray's append_dim): the existing array grows along this axis
+  // by x's extent there, x filling the new part; the other extents must
+  // match. The new shape is written last: until the compute ends readers see
+  // the old array.
+  std::optional<int> append_dim;
 };
 // A lazy store of `x` into a Zarr array at `path` (chunks must be regular).
 // compute() of the returned handle writes it; nothing is written before.

@@ -4,12 +4,113 @@
 #include "strata/api/internal.h"
 #include "strata/api/plan_checks.h"
 #include "strata/base/byte_size.h"
+#include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 
 namespace strata {
 
+namespace {
+
+// to_zarr into part of an existing array (region_origin or append_dim).
+Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions& options) {
+  auto fail = [&](const Status& s) {
+    return Array::FromStatus(s.WithContext(fmt::format("to_zarr {}", path)));
+  };
+  auto invalid = [&](std::string message) { return fail(InvalidArgumentError(std::move(message))); };
+  if (options.region_origin && options.append_dim) {
+    return invalid("give region_origin or append_dim, not both");
+  }
+  Result<StoreAndPrefix> at = OpenStoreUrl(path, /*create=*/false);
+  if (!at.ok()) return fail(at.status());
+  Result<std::shared_ptr<ZarrArray>> existing = ZarrArray::Open(at->store, at->prefix);
+  if (!existing.ok()) return fail(existing.status());
+  ArrayMetadata m = (*existing)->metadata();
+  const int rank = m.rank();
+  if (x.ndim() != rank) {
+    return invalid(fmt::format("x has rank {}, the array {} has rank {}", x.ndim(),
+                               ShapeToString(m.shape), rank));
+  }
+  ZarrTarget::Mode mode;
+  Shape origin(rank, 0);
+  if (options.append_dim) {
+    const int axis = *options.append_dim;
+    if (axis < 0 || axis >= rank) {
+      return invalid(fmt::format("append_dim {} is out of range for rank {}", axis, rank));
+    }
+    for (int i = 0; i < rank; ++i) {
+      if (i != axis && x.shape()[i] != m.shape[i]) {
+        return invalid(fmt::format("appending {} along axis {} to {}: the other extents differ",
+                                   ShapeToString(x.shape()), axis, ShapeToString(m.shape)));
+      }
+    }
+    origin[axis] = m.shape[axis];
+    m.shape[axis] += x.shape()[axis];
+    mode.kind = ZarrTarget::Mode::Kind::kAppend;
+    mode.append_axis = axis;
+  } else {
+    origin = *options.region_origin;
+    if (static_cast<int>(origin.size()) != rank) {
+      return invalid(fmt::format("region origin {} has rank {}, the array {}",
+                                 ShapeToString(origin), origin.size(), rank));
+    }
+    for (int i = 0; i < rank; ++i) {
+      if (origin[i] < 0 || origin[i] + x.shape()[i] > m.shape[i]) {
+        return invalid(fmt::format("region at {} of shape {} is outside the array of shape {}",
+                                   ShapeToString(origin), ShapeToString(x.shape()),
+                                   ShapeToString(m.shape)));
+      }
+    }
+    mode.kind = ZarrTarget::Mode::Kind::kRegion;
+  }
+  mode.region_origin = origin;
+  Array in = x;
+  if (in.dtype() != m.dtype()) {
+    in = astype(in, m.dtype());
+    if (!in.ok()) return in;
+  }
+  // One block per chunk of the array the region touches: boundaries at the
+  // array's chunk boundaries, shifted into x's coordinates.
+  const Shape& chunks = m.chunk_shape;
+  std::vector<std::vector<Index>> sizes(rank);
+  for (int i = 0; i < rank; ++i) {
+    Index pos = 0, n = x.shape()[i];
+    while (pos < n) {
+      const Index global = origin[i] + pos;
+      const Index size = std::min(n - pos, chunks[i] - global % chunks[i]);
+      sizes[i].push_back(size);
+      pos += size;
+    }
+  }
+  Result<ChunkGrid> grid = ChunkGrid::Rectilinear(sizes);
+  if (!grid.ok()) return fail(grid.status());
+  if (!(in.chunks() == *grid)) in = internal_api::RechunkToGrid(in, *grid);
+  if (!in.ok()) return in;
+  Result<std::shared_ptr<ZarrTarget>> target =
+      ZarrTarget::Make(path, std::move(m), /*overwrite=*/false, mode);
+  if (!target.ok()) return fail(target.status());
+  Node node;
+  node.op_name = options.append_dim ? "append" : "write_region";
+  node.kind = NodeKind::kStore;
+  node.shape = in.shape();
+  node.dtype = in.dtype();
+  node.grid = in.chunks();
+  node.inputs.push_back(in.node());
+  node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
+  node.target = *target;
+  node.spec = in.spec();
+  // Backfilling an array from itself (or from inside it) would read chunks
+  // while they are rewritten: refused, as every other write is.
+  std::shared_ptr<const Node> made = MakeNode(std::move(node));
+  Status aliasing = internal_api::CheckNoAliasing({made});
+  if (!aliasing.ok()) return Array::FromStatus(aliasing);
+  return Array(std::move(made));
+}
+
+}  // namespace
+
 Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
   if (!x.ok()) return x;
+  if (options.region_origin || options.append_dim) return ToZarrRegion(x, path, options);
   Array in = x;
   if (!in.chunks().is_regular()) {
     // Zarr needs a regular grid: rechunk to the nominal chunk shape.
@@ -28,7 +129,15 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
     }
     m.encoding.bytes_codecs = options.codecs;
   }
-  m.fill_value = options.fill_value.value_or(ZeroFillValue(in.dtype()));
+  m.fill_value = ZeroFillValue(in.dtype());
+  if (options.fill_value &&
+      (options.fill_value->bytes.size() == static_cast<size_t>(in.dtype().size()) ||
+       options.fill_value->is_null)) {
+    m.fill_value = *options.fill_value;
+    if (m.fill_value.is_null && m.zarr_format == ZarrFormat::kV3) {
+      m.fill_value = ZeroFillValue(in.dtype());  // v3 has no null fill value
+    }
+  }
   m.attributes_json = options.attributes_json;
   if (m.zarr_format == ZarrFormat::kV3) m.dimension_names = options.dimension_names;
   if (m.zarr_format == ZarrFormat::kV3) {

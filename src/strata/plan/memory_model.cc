@@ -164,7 +164,8 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
 int64_t MemoryModel::Project(int index) const {
   const PlannedOp& op = ops_[index];
   const Node& node = *op.node;
-  if (node.kind == NodeKind::kStore && node.target && node.target->sharded()) {
+  if (node.kind == NodeKind::kStore && node.target && node.target->sharded() &&
+      !node.target->writes_region()) {
     // One inner chunk buffer and its encoding, the writer's buffer (none
     // when it streams to a file), and the input's cost per inner chunk: a
     // shard is never held whole.
@@ -180,6 +181,13 @@ int64_t MemoryModel::Project(int index) const {
     const ArrayMetadata& m = node.target->metadata();
     write_extra = node.target->chunk_bytes() * node.target->codec().write_copies() +
                   (HasRaggedEdges(m.shape, m.chunk_shape) ? node.target->chunk_bytes() : 0);
+    if (node.target->writes_region()) {
+      // A partly covered chunk is read (decoded beside its encoded bytes)
+      // and rewritten; a shard keeps its old encoded bytes while rebuilt.
+      const int64_t chunk = node.target->chunk_bytes();
+      write_extra += chunk * (1 + node.target->codec().read_copies());
+      if (node.target->sharded()) write_extra += node.target->shard_layout()->max_shard_bytes();
+    }
   }
   if (op.tier == Tier::kObject && op.stored_grid) {
     // A block stored as several objects is staged one object at a time.

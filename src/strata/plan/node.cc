@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "strata/storage/codec/chunk_codec.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -22,7 +24,7 @@ std::string_view NodeKindName(NodeKind kind) {
 }
 
 Result<std::shared_ptr<ZarrTarget>> ZarrTarget::Make(std::string url, ArrayMetadata metadata,
-                                                     bool overwrite) {
+                                                     bool overwrite, Mode mode) {
   STRATA_RETURN_IF_ERROR(metadata.Validate());
   std::shared_ptr<ZarrTarget> t(new ZarrTarget());
   STRATA_ASSIGN_OR_RETURN(t->codec_, ChunkCodec::Make(metadata.read_chunk_encoding(),
@@ -37,8 +39,15 @@ Result<std::shared_ptr<ZarrTarget>> ZarrTarget::Make(std::string url, ArrayMetad
   t->url_ = std::move(url);
   t->metadata_ = std::move(metadata);
   t->overwrite_ = overwrite;
+  t->mode_ = std::move(mode);
   return t;
 }
+
+bool ZarrTarget::ChunkDone(Index linear) const {
+  return std::binary_search(done_.begin(), done_.end(), linear);
+}
+
+int64_t ZarrTarget::resumed_chunks() const { return static_cast<int64_t>(done_.size()); }
 
 int64_t ZarrTarget::chunk_bytes() const { return codec_->chunk_bytes(); }
 
@@ -46,9 +55,25 @@ Status ZarrTarget::Open() {
   std::lock_guard lock(mu_);
   if (array_) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(url_, /*create=*/true));
-  ZarrArray::CreateOptions options;
-  options.overwrite = overwrite_;
-  STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Create(at.store, at.prefix, metadata_, options));
+  if (mode_.kind == Mode::Kind::kRegion) {
+    STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Open(at.store, at.prefix));
+  } else if (mode_.kind == Mode::Kind::kAppend) {
+    STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::OpenForAppend(at.store, at.prefix,
+                                                             mode_.append_axis,
+                                                             metadata_.shape[mode_.append_axis]));
+  } else {
+    ZarrArray::CreateOptions options;
+    options.overwrite = overwrite_;
+    STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Create(at.store, at.prefix, metadata_, options));
+    if (array_->resumed()) {
+      // An interrupted run's array: its chunks are whole (written atomically),
+      // its temporaries are litter of writers that died with it.
+      STRATA_ASSIGN_OR_RETURN(done_, array_->StoredChunkIndices());
+      if (auto* local = dynamic_cast<LocalStore*>(at.store.get())) {
+        STRATA_RETURN_IF_ERROR(local->RemoveStaleTempFiles(at.prefix).status());
+      }
+    }
+  }
   return Status::Ok();
 }
 

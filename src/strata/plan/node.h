@@ -47,11 +47,33 @@ class ShardLayout;
 // (Open), not when to_zarr is called, so a plan that is refused writes nothing.
 //
 // Thread-safety: Open and array() may be called from any thread.
+// How a ZarrTarget is written: a new array (resuming the incomplete array an
+// interrupted run left with the same metadata: its complete chunks are not
+// written again), a region of an existing array (blocks offset by
+// `region_origin`; partly covered chunks read-modify-written under a lock),
+// or an append (the existing array grown along `append_axis` to
+// metadata.shape; the new metadata is written last).
+struct ZarrTargetMode {
+  enum class Kind { kCreate, kRegion, kAppend };
+  Kind kind = Kind::kCreate;
+  Shape region_origin;
+  int append_axis = -1;
+};
+
 class ZarrTarget {
  public:
+  using Mode = ZarrTargetMode;
   // InvalidArgument for metadata that cannot be written.
   static Result<std::shared_ptr<ZarrTarget>> Make(std::string url, ArrayMetadata metadata,
-                                                  bool overwrite);
+                                                  bool overwrite, Mode mode = {});
+  const Mode& mode() const { return mode_; }
+  // Writes into part of an existing array (kRegion, kAppend).
+  bool writes_region() const { return mode_.kind != Mode::Kind::kCreate; }
+  // Resumed runs: true when chunk `linear` (of the store grid) was already
+  // complete when Open() found the interrupted run's array.
+  bool ChunkDone(Index linear) const;
+  // How many chunks Open() found complete (0 unless resuming).
+  int64_t resumed_chunks() const;
   const std::string& url() const { return url_; }
   const ArrayMetadata& metadata() const { return metadata_; }
   // The codec of one stored chunk (of one inner chunk, when sharded).
@@ -74,6 +96,8 @@ class ZarrTarget {
   std::string url_;
   ArrayMetadata metadata_;
   bool overwrite_ = false;
+  Mode mode_;
+  std::vector<Index> done_;  // sorted; guarded by mu_ until Open() returns, then read-only
   std::shared_ptr<const ChunkCodec> codec_;
   std::shared_ptr<const ShardLayout> shard_layout_;
   int64_t shard_writer_bytes_ = 0;

@@ -65,6 +65,7 @@ void HistoryCallback::OnTaskEnd(const TaskEndEvent& e) {
                       {"attempts", e.attempts},
                       {"worker", e.worker}};
   if (e.worker_rss > 0) j["worker_rss"] = e.worker_rss;
+  if (e.skipped) j["skipped"] = true;
   fmt::print(file_, "{}\n", j.dump());
 }
 

@@ -35,11 +35,15 @@ struct TaskEndEvent {
   int64_t worker_rss = 0;     // processes executor: the worker's resident set after the task
   int attempts = 1;
   int worker = 0;
+  // A store task of a resumed run whose chunk was already complete.
+  bool skipped = false;
 };
 
 struct ComputeSummary {
   double seconds = 0;
   int64_t tasks = 0;
+  // Tasks a resumed run skipped (their chunks were complete); in `tasks`.
+  int64_t tasks_skipped = 0;
   int64_t peak_pool_bytes = 0;          // peak of the compute's root pool
   int64_t intermediate_bytes_written = 0;  // to disk/object tiers
   int64_t peak_resident_intermediate_bytes = 0;

@@ -194,6 +194,7 @@ void Dispatcher::NotifyTaskEnd(const Attempt& attempt, int worker, int attempts,
   event.end_seconds = figures.end_seconds;
   event.projected_mem = op.projected_mem;
   event.measured_peak = figures.measured_peak;
+  event.skipped = figures.skipped;
   event.worker_rss = figures.worker_rss;
   event.attempts = attempts;
   event.worker = worker;
@@ -280,6 +281,7 @@ void Dispatcher::WorkerLoop(int worker) {
     CountProduced(*attempt, worker, out.figures);
     Scheduler::Completion done = scheduler_->Succeeded(*attempt, worker);
     if (!done.duplicate) ++tasks_done_;
+    if (!done.duplicate && out.figures.skipped) ++tasks_skipped_;
     lock.unlock();
     if (!done.duplicate) NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
     Status post;
@@ -342,6 +344,7 @@ int64_t Dispatcher::TierBytesWritten() const {
 Status Dispatcher::Finish(ComputeSummary* summary) {
   summary->intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
   summary->tasks = tasks_done_;
+  summary->tasks_skipped = tasks_skipped_;
   summary->peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
   summary->peak_resident_intermediate_bytes = peak_resident_;
   return Status::Ok();

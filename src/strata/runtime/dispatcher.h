@@ -159,6 +159,7 @@ class Dispatcher {
   int64_t resident_ = 0;                  // guarded by mu_ (threads, processes)
   int64_t worker_disk_bytes_ = 0;         // guarded by mu_: reported by other processes
   int64_t tasks_done_ = 0;                // guarded by mu_
+  int64_t tasks_skipped_ = 0;             // guarded by mu_
 
  private:
   void WorkerLoop(int worker);

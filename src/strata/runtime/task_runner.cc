@@ -334,9 +334,19 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
       {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
        plan_.spec().allowed_mem});
   auto t0 = Clock::now();
-  if (node.kind == NodeKind::kStore && node.target->array()->is_sharded()) {
+  const ZarrTarget* target = node.kind == NodeKind::kStore ? node.target.get() : nullptr;
+  if (target != nullptr && target->ChunkDone(task.block)) {
+    figures->skipped = true;  // resumed: this chunk was already written whole
+  } else if (target != nullptr && target->writes_region()) {
+    // Into part of an existing array: blocks are aligned to its chunks, so a
+    // chunk is written by one task; one partly covered is read-modify-written.
+    STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
+    Box box = node.grid.BlockBox(block);
+    for (int i = 0; i < box.rank(); ++i) box.origin[i] += target->mode().region_origin[i];
+    STRATA_RETURN_IF_ERROR(target->array()->WriteRegion(box, in.view, *frame.pool));
+  } else if (target != nullptr && target->array()->is_sharded()) {
     STRATA_RETURN_IF_ERROR(StoreShard(node, block, frame));
-  } else if (node.kind == NodeKind::kStore) {
+  } else if (target != nullptr) {
     STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
     STRATA_RETURN_IF_ERROR(WriteStoreBlock(node, block, in.view, frame));
   } else {

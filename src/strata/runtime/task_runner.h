@@ -41,6 +41,8 @@ struct TaskFigures {
   int64_t worker_rss = 0;     // the worker's resident set, where a dispatcher measures it
   // Change of the task's tier's resident_bytes() across its Put.
   int64_t resident_delta = 0;
+  // A store task whose chunk a resumed run found complete: nothing was done.
+  bool skipped = false;
 };
 
 // The ops whose blocks TaskRunner::Run leaves in `kept` rather than storing

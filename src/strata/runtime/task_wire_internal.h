@@ -23,7 +23,7 @@ struct WireRequest {
 
 struct WireReply {
   int32_t code = 0;  // StatusCode
-  int32_t pad = 0;
+  int32_t skipped = 0;  // TaskFigures::skipped
   double start_seconds = 0;
   double end_seconds = 0;
   int64_t measured_peak = 0;     // the task's MemoryPool
@@ -43,6 +43,7 @@ struct WireReply {
     reply.start_seconds = figures.start_seconds;
     reply.end_seconds = figures.end_seconds;
     reply.measured_peak = figures.measured_peak;
+    reply.skipped = figures.skipped ? 1 : 0;
     reply.disk_bytes = disk_bytes;
     reply.worker_rss = rss;
     reply.worker_pool_peak = pool_peak;
@@ -54,7 +55,7 @@ struct WireReply {
                   std::string(message, ::strnlen(message, sizeof message)));
   }
   TaskFigures figures() const {
-    return TaskFigures{start_seconds, end_seconds, measured_peak, worker_rss, 0};
+    return TaskFigures{start_seconds, end_seconds, measured_peak, worker_rss, 0, skipped != 0};
   }
 };
 

@@ -68,6 +68,10 @@ struct RechunkOptions {
   std::string src;  // empty with plan_only: a source described by shape/source_chunks/dtype
   std::string dst;
   Shape chunks;
+  // Target chunks by dimension name ("time=-1,lat=10"): for a group (every
+  // array, by its dimension names; unnamed axes keep their chunks) or one
+  // array. Set instead of `chunks`.
+  std::vector<std::pair<std::string, Index>> named_chunks;
   std::string allowed_mem = "2GB";
   std::string reserved_mem;      // empty: the default
   std::string total_system_mem;  // empty: the default
@@ -103,6 +107,21 @@ struct CarriedAttributes {
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
 };
 CarriedAttributes CarryAttributes(const ArrayMetadata& source, ZarrFormat format);
+
+struct WriteRegionOptions {
+  std::string src;               // the values (an array of the region's shape)
+  std::string dst;               // an existing array
+  std::optional<Shape> at;       // the region's origin in DST
+  std::optional<int> append_dim; // or: append along this axis
+  std::string allowed_mem = "2GB";
+  std::string executor = "threads";
+  int workers = 1;
+  bool quiet = false;
+};
+// Backfill or append: writes SRC into a region of the existing array DST (or
+// appends it along an axis), read-modify-writing partly covered chunks under
+// a lock per chunk. DST's metadata, codecs and chunks stay.
+Status RunWriteRegion(const WriteRegionOptions& options);
 
 // The default codec of new arrays: zarr-python's, blosc lz4 clevel 5 with byte shuffle.
 std::vector<BytesCodecSpec> DefaultCodecs();

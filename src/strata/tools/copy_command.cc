@@ -3,13 +3,52 @@
 #include "strata/base/parallel.h"
 #include "strata/base/progress.h"
 #include "strata/storage/location.h"
+#include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
+#include "strata/tools/dataset_util.h"
 #include "strata/tools/commands.h"
 
 namespace strata {
+namespace {
+
+// A whole group: every member group and array, attributes and dimension
+// names kept, consolidated metadata written at the end.
+Status CopyGroup(const CopyOptions& options, Store& src_store, const std::string& src_prefix) {
+  if (options.shards) {
+    return InvalidArgumentError("--shards applies to one array, not to a group");
+  }
+  STRATA_ASSIGN_OR_RETURN(Hierarchy h, ReadHierarchy(src_store, src_prefix));
+  const ZarrFormat format = options.zarr_format.value_or(h.zarr_format());
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix dst, OpenStoreUrl(options.dst, /*create=*/true));
+  GroupMetadata root = h.nodes.front().group;
+  root.zarr_format = format;
+  STRATA_RETURN_IF_ERROR(CreateGroup(*dst.store, dst.prefix, root, options.overwrite));
+  for (size_t i = 1; i < h.nodes.size(); ++i) {
+    const HierarchyNode& n = h.nodes[i];
+    if (n.is_array) {
+      CopyOptions member = options;
+      member.src = JoinUrl(options.src, n.path);
+      member.dst = JoinUrl(options.dst, n.path);
+      member.overwrite = false;
+      STRATA_RETURN_IF_ERROR(RunCopy(member).WithContext(fmt::format("copying {}", n.path)));
+    } else {
+      GroupMetadata g = n.group;
+      g.zarr_format = format;
+      STRATA_RETURN_IF_ERROR(CreateGroup(*dst.store, JoinKey(dst.prefix, n.path), g, false));
+    }
+  }
+  return WriteConsolidatedMetadata(*dst.store, dst.prefix);
+}
+
+}  // namespace
+
 Status RunCopy(const CopyOptions& options) {
   STRATA_RETURN_IF_ERROR(CheckDisjoint(options.src, "SRC", options.dst, "DST"));
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix src_at, OpenStoreUrl(options.src, /*create=*/false));
+  STRATA_ASSIGN_OR_RETURN(NodeInfo src_node, InspectNode(*src_at.store, src_at.prefix));
+  if (src_node.kind == NodeInfo::Kind::kGroup) {
+    return CopyGroup(options, *src_at.store, src_at.prefix);
+  }
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> src,
                           ZarrArray::Open(src_at.store, src_at.prefix));
   if (options.shards) {

@@ -12,6 +12,7 @@
 #include "strata/plan/spec.h"
 #include "strata/storage/location.h"
 #include "strata/tools/commands.h"
+#include "strata/tools/dataset_util.h"
 
 namespace strata {
 namespace {
@@ -76,7 +77,7 @@ int Main(int argc, char** argv) {
   // strata random
   std::string r_dst, r_shape, r_chunks, r_dtype = "float64", r_codec = "blosc", r_shards;
   uint64_t r_seed = 0;
-  int r_format = 2, r_workers = default_workers;
+  int r_format = 0, r_workers = default_workers;
   bool r_overwrite = false;
   CLI::App* random = app.add_subcommand(
       "random", "Write chunk-independent synthetic data (value = f(flat index, seed)) to DST");
@@ -87,7 +88,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   random->add_option("--seed", r_seed, "Seed")->capture_default_str();
   random->add_option("--codec", r_codec, "Codec, e.g. blosc, zstd:level=3, none")->capture_default_str();
-  random->add_option("--zarr-format", r_format, "Zarr format of DST: 2 or 3")->capture_default_str();
+  random->add_option("--zarr-format", r_format,
+                     "Zarr format of DST: 2 or 3 (default 2; 3 with --shards)");
   random->add_option("--shards", r_shards,
                      "Zarr v3 shards, e.g. 10000,10000: --chunks are then the inner chunks");
   random->add_option("--workers", r_workers, "Threads")->capture_default_str();
@@ -132,7 +134,10 @@ int Main(int argc, char** argv) {
   int rk_format = 0;
   rk.workers = default_workers;
   auto add_rechunk_options = [&](CLI::App* sub) {
-    sub->add_option("--chunks", rk_chunks, "Target chunk shape, e.g. 1000,10000")->required();
+    sub->add_option("--chunks", rk_chunks,
+                    "Target chunk shape, e.g. 1000,10000, or by dimension name, e.g. "
+                    "time=-1,lat=10,lon=10 (-1: the whole axis; required for a group)")
+        ->required();
     sub->add_option("--allowed-mem", rk.allowed_mem, "Memory one task may use")
         ->capture_default_str();
     sub->add_option("--reserved-mem", rk.reserved_mem, "Memory a task needs before any chunk");
@@ -173,12 +178,33 @@ int Main(int argc, char** argv) {
   plan->add_option("--dtype", rk_dtype, "Data type of the described source")->capture_default_str();
   plan->add_flag("--json", rk.json, "Print JSON");
 
+  // strata write-region
+  WriteRegionOptions wr;
+  std::string wr_at;
+  int wr_append = -1;
+  wr.workers = default_workers;
+  CLI::App* write_region = app.add_subcommand(
+      "write-region", "Backfill or append: write SRC into a region of the existing array DST");
+  write_region->add_option("SRC", wr.src, "The values, an array of the region's shape")->required();
+  write_region->add_option("DST", wr.dst, "An existing array")->required();
+  write_region->add_option("--at", wr_at, "Origin of the region in DST, e.g. 100,0");
+  write_region->add_option("--append-dim", wr_append,
+                           "Append along this axis instead (DST grows by SRC's extent)");
+  write_region->add_option("--allowed-mem", wr.allowed_mem, "Memory one task may use")
+      ->capture_default_str();
+  write_region->add_option("--executor", wr.executor, "inline, threads, processes or mpi")
+      ->capture_default_str();
+  write_region->add_option("--workers", wr.workers, "Worker threads or processes")
+      ->capture_default_str();
+  write_region->add_flag("--quiet", wr.quiet, "Print nothing but errors");
+
   if (argc >= 2 && argv[1][0] != '-') {
     std::string verb = argv[1];
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == verb;
     if (!known) {
-      fmt::print(stderr, "strata: error: unknown command '{}' (expected random, info, copy, verify, rechunk or plan)\n",
+      fmt::print(stderr, "strata: error: unknown command '{}' (expected random, info, copy, verify, rechunk, plan "
+                 "or write-region)\n",
                  verb);
       return kExitUsage;
     }
@@ -222,7 +248,8 @@ int Main(int argc, char** argv) {
       }
       o.seed = r_seed;
       o.codecs = OrUsage(ParseCodecArgument(r_codec));
-      o.zarr_format = ParseFormat(r_format);
+      o.zarr_format = r_format == 0 ? (r_shards.empty() ? ZarrFormat::kV2 : ZarrFormat::kV3)
+                                    : ParseFormat(r_format);
       o.workers = check_workers(r_workers);
       o.overwrite = r_overwrite;
       if (!r_shards.empty()) o.shards = ParseShardsOption(r_shards, o.chunks, "--chunks");
@@ -256,7 +283,11 @@ int Main(int argc, char** argv) {
     }
     if (rechunk->parsed() || plan->parsed()) {
       rk.plan_only = plan->parsed();
-      rk.chunks = OrUsage(ParseShape(rk_chunks, "--chunks"));
+      if (rk_chunks.find('=') != std::string::npos) {
+        rk.named_chunks = OrUsage(ParseNamedChunks(rk_chunks));
+      } else {
+        rk.chunks = OrUsage(ParseShape(rk_chunks, "--chunks"));
+      }
       for (Index c : rk.chunks) {
         if (c < 1) {
           throw UsageError{fmt::format("--chunks {} must be at least 1 along every axis",
@@ -286,6 +317,9 @@ int Main(int argc, char** argv) {
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
       if (!rk_shards.empty()) {
         if (rk_format == 2) throw UsageError{"--shards needs --zarr-format 3"};
+        if (!rk.named_chunks.empty()) {
+          throw UsageError{"--shards needs --chunks as a shape (the inner chunks)"};
+        }
         rk.shards = ParseShardsOption(rk_shards, rk.chunks, "--chunks");
       }
       if (rk_format != 0) rk.zarr_format = ParseFormat(rk_format);
@@ -306,6 +340,20 @@ int Main(int argc, char** argv) {
         }
       }
       Status s = RunRechunk(rk);
+      return s.ok() ? 0 : Fail(s);
+    }
+    if (write_region->parsed()) {
+      if (wr_at.empty() == (wr_append < 0)) {
+        throw UsageError{"write-region needs exactly one of --at and --append-dim"};
+      }
+      if (!wr_at.empty()) wr.at = OrUsage(ParseShape(wr_at, "--at"));
+      if (wr_append >= 0) wr.append_dim = wr_append;
+      check_workers(wr.workers);
+      OrUsage(ParseExecutor(wr.executor));
+      CheckSizeOption(write_region, "--allowed-mem", wr.allowed_mem);
+      // SRC is read while DST is rewritten: they may not overlap.
+      OrUsage(CheckDisjoint(wr.src, "SRC", wr.dst, "DST"));
+      Status s = RunWriteRegion(wr);
       return s.ok() ? 0 : Fail(s);
     }
     if (verify->parsed()) {

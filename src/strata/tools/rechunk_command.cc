@@ -9,7 +9,9 @@
 #include "strata/base/mpi.h"
 #include "strata/base/system_info.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
+#include "strata/tools/dataset_util.h"
 #include "strata/strata.h"
 #include "strata/tools/commands.h"
 
@@ -84,7 +86,178 @@ void PrintHosts(const mpi::HostLayout& layout, const std::vector<int64_t>& rank_
   std::fwrite(line.data(), 1, line.size(), stdout);
 }
 
+// The options of writing the rechunked copy of an array of metadata `sm`.
+Result<ToZarrOptions> TargetOptions(const RechunkOptions& o, const ArrayMetadata& sm) {
+  ToZarrOptions to;
+  to.zarr_format = o.zarr_format.value_or(sm.zarr_format);
+  std::vector<BytesCodecSpec> codecs = o.codecs.value_or(sm.read_chunk_encoding().bytes_codecs);
+  if (to.zarr_format != sm.zarr_format && !o.codecs) codecs = DefaultCodecs();
+  to.no_compression = codecs.empty();
+  to.codecs = codecs;
+  to.overwrite = o.overwrite;
+  if (o.shards) {
+    if (o.zarr_format == ZarrFormat::kV2) {
+      return InvalidArgumentError("--shards needs --zarr-format 3 (Zarr v2 has no sharding)");
+    }
+    to.zarr_format = ZarrFormat::kV3;  // sharding is v3's: --shards implies it
+    to.shards = o.shards;
+  }
+  // The fill value, attributes and dimension names go along, in the target's
+  // format's way.
+  CarriedAttributes carried = CarryAttributes(sm, to.zarr_format);
+  to.fill_value = std::move(carried.fill_value);
+  to.attributes_json = std::move(carried.attributes_json);
+  to.dimension_names = std::move(carried.dimension_names);
+  return to;
+}
+
+// The target chunks of one array: as given, or by dimension name.
+Result<Shape> TargetChunks(const RechunkOptions& o, const ArrayMetadata& sm,
+                           const std::string& what) {
+  if (!o.named_chunks.empty()) {
+    return ChunksByName(o.named_chunks, DimensionNamesOf(sm), sm.shape, sm.read_chunk_shape());
+  }
+  if (o.chunks.size() != sm.shape.size()) {
+    return InvalidArgumentError(fmt::format("--chunks {} does not match the rank of {} ({})",
+                                            ShapeToString(o.chunks), what,
+                                            ShapeToString(sm.shape)));
+  }
+  return o.chunks;
+}
+
+struct Summary : Callback {
+  void OnComputeEnd(const Plan&, const Status&, const ComputeSummary& s) override { summary = s; }
+  ComputeSummary summary;
+};
+
+// Plans and runs the stores `outs`, printing the plan and a summary.
+Status RunStores(const RechunkOptions& o, const Spec& spec, const std::vector<Array>& outs) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan(outs));
+  if (o.plan_only) {
+    PrintPlan(*p, o.json);
+    return Status::Ok();
+  }
+  if (!o.quiet) PrintPlan(*p, /*json=*/false);
+  ComputeOptions options;
+  std::shared_ptr<HistoryCallback> history;
+  if (!o.history.empty()) {
+    history = std::make_shared<HistoryCallback>(o.history);
+    STRATA_RETURN_IF_ERROR(history->status());
+    options.callbacks.push_back(history);
+  }
+  if (!o.quiet) options.callbacks.push_back(std::make_shared<ProgressCallback>());
+  auto summary = std::make_shared<Summary>();
+  options.callbacks.push_back(summary);
+  STRATA_RETURN_IF_ERROR(Execute(*p, options).status());
+  // Under mpi, the hosts the ranks were grouped on and the memory each
+  // counted (collective, so every rank asks, quiet or not).
+  mpi::HostLayout hosts;
+  std::vector<int64_t> host_memory;
+  if (spec.executor == ExecutorKind::kMpi) {
+    STRATA_ASSIGN_OR_RETURN(hosts, mpi::Layout());
+    STRATA_ASSIGN_OR_RETURN(host_memory, mpi::AllGather(DefaultTotalSystemMemory()));
+  }
+  if (!o.quiet) {
+    const ComputeSummary& s = summary->summary;
+    fmt::print("rechunked {} -> {}: {} tasks in {:.2f} s; peak memory {}; intermediates: {} "
+               "written to disk or object storage, peak {} in RAM\n",
+               o.src, o.dst, s.tasks, s.seconds, FormatBytes(s.peak_pool_bytes),
+               FormatBytes(s.intermediate_bytes_written),
+               FormatBytes(s.peak_resident_intermediate_bytes));
+    if (spec.executor == ExecutorKind::kMpi) {
+      PrintHosts(hosts, host_memory, p->spec().total_system_mem, !o.total_system_mem.empty());
+      fmt::print("mpi: {} ranks; {} ({} bytes) moved between ranks; peak memory per rank",
+                 s.rank_memory_share.size(), FormatBytes(s.bytes_between_ranks),
+                 s.bytes_between_ranks);
+      for (size_t r = 0; r < s.rank_peak_pool_bytes.size(); ++r) {
+        fmt::print(" {}/{}", FormatBytes(s.rank_peak_pool_bytes[r]),
+                   FormatBytes(s.rank_memory_share[r]));
+      }
+      fmt::print(" (peak/share)\n");
+    }
+  }
+  return Status::Ok();
+}
+
+// Every array of a group, in one plan: each with its chunks by dimension
+// name; member groups, attributes and coordinates kept; consolidated
+// metadata written once everything is.
+Status RechunkGroup(const RechunkOptions& o, const Spec& spec, Store& src_store,
+                    const std::string& src_prefix) {
+  if (o.named_chunks.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "{} is a group: give --chunks by dimension name (e.g. time=-1,lat=10,lon=10)", o.src));
+  }
+  if (o.shards) return InvalidArgumentError("--shards applies to one array, not to a group");
+  STRATA_ASSIGN_OR_RETURN(Hierarchy h, ReadHierarchy(src_store, src_prefix));
+  const ZarrFormat format = o.zarr_format.value_or(h.zarr_format());
+  std::unique_ptr<TempDir> scratch;
+  std::string dst = o.dst;
+  if (o.plan_only) {
+    scratch = std::make_unique<TempDir>("strata-plan");
+    dst = scratch->path() + "/target.zarr";
+  }
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix out, OpenStoreUrl(dst, /*create=*/true));
+  std::vector<Array> outs;
+  std::vector<std::pair<std::string, GroupMetadata>> groups;
+  for (const HierarchyNode& n : h.nodes) {
+    if (!n.is_array) {
+      GroupMetadata g = n.group;
+      g.zarr_format = format;
+      groups.emplace_back(n.path, std::move(g));
+      continue;
+    }
+    const std::string what = JoinUrl(o.src, n.path);
+    STRATA_ASSIGN_OR_RETURN(Shape chunks, TargetChunks(o, *n.array, what));
+    Array x = from_zarr(what, spec);
+    Array y = x.rechunk(chunks);
+    if (!y.ok()) return y.status().WithContext(n.path);
+    RechunkOptions member = o;
+    member.zarr_format = format;
+    STRATA_ASSIGN_OR_RETURN(ToZarrOptions to, TargetOptions(member, *n.array));
+    to.overwrite = false;  // the group is replaced as a whole, below
+    Array stored = to_zarr(y, JoinUrl(dst, n.path), to);
+    if (!stored.ok()) return stored.status().WithContext(n.path);
+    outs.push_back(std::move(stored));
+  }
+  if (outs.empty()) return InvalidArgumentError(fmt::format("{} holds no arrays", o.src));
+  if (!o.plan_only) {
+    // The groups first (the root replacing whatever DST holds, on request),
+    // then the arrays' tasks, then the consolidated metadata.
+    for (const auto& [path, g] : groups) {
+      STRATA_RETURN_IF_ERROR(CreateGroup(*out.store, JoinKey(out.prefix, path), g,
+                                         path.empty() && o.overwrite));
+    }
+  }
+  STRATA_RETURN_IF_ERROR(RunStores(o, spec, outs));
+  if (o.plan_only) return Status::Ok();
+  return WriteConsolidatedMetadata(*out.store, out.prefix);
+}
+
 }  // namespace
+
+Status RunWriteRegion(const WriteRegionOptions& w) {
+  RechunkOptions o;
+  o.src = w.src;
+  o.dst = w.dst;
+  o.allowed_mem = w.allowed_mem;
+  o.executor = w.executor;
+  o.workers = w.workers;
+  o.quiet = w.quiet;
+  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(o));
+  if (spec.executor == ExecutorKind::kMpi) {
+    STRATA_RETURN_IF_ERROR(mpi::Init().WithContext("executor mpi"));
+    if (mpi::Rank() != 0) o.quiet = true;
+  }
+  Array x = from_zarr(w.src, spec);
+  if (!x.ok()) return x.status();
+  ToZarrOptions to;
+  to.region_origin = w.at;
+  to.append_dim = w.append_dim;
+  Array out = to_zarr(x, w.dst, to);
+  if (!out.ok()) return out.status();
+  return RunStores(o, spec, {out});
+}
 
 Status RunRechunk(const RechunkOptions& given) {
   STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(given));
@@ -105,88 +278,21 @@ Status RunRechunk(const RechunkOptions& given) {
   }
   // The source's metadata decides the defaults of DST (as strata copy does).
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(src, /*create=*/false));
+  STRATA_ASSIGN_OR_RETURN(NodeInfo node, InspectNode(*at.store, at.prefix));
+  if (node.kind == NodeInfo::Kind::kGroup) return RechunkGroup(o, spec, *at.store, at.prefix);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> source, ZarrArray::Open(at.store, at.prefix));
   const ArrayMetadata& sm = source->metadata();
-  if (o.chunks.size() != sm.shape.size()) {
-    return InvalidArgumentError(fmt::format("--chunks {} does not match the rank of {} ({})",
-                                            ShapeToString(o.chunks), src,
-                                            ShapeToString(sm.shape)));
-  }
+  STRATA_ASSIGN_OR_RETURN(Shape chunks, TargetChunks(o, sm, src));
   Array x = from_zarr(src, spec);
-  Array y = x.rechunk(o.chunks);
+  Array y = x.rechunk(chunks);
   if (!y.ok()) return y.status();
-  ToZarrOptions to;
-  to.zarr_format = o.zarr_format.value_or(sm.zarr_format);
-  std::vector<BytesCodecSpec> codecs = o.codecs.value_or(sm.read_chunk_encoding().bytes_codecs);
-  if (to.zarr_format != sm.zarr_format && !o.codecs) codecs = DefaultCodecs();
-  to.no_compression = codecs.empty();
-  to.codecs = codecs;
-  to.overwrite = o.overwrite;
-  if (o.shards) {
-    if (o.zarr_format == ZarrFormat::kV2) {
-      return InvalidArgumentError("--shards needs --zarr-format 3 (Zarr v2 has no sharding)");
-    }
-    to.zarr_format = ZarrFormat::kV3;  // sharding is v3's: --shards implies it
-    to.shards = o.shards;
-  }
-  CarriedAttributes carried = CarryAttributes(sm, to.zarr_format);
-  to.fill_value = std::move(carried.fill_value);
-  to.attributes_json = std::move(carried.attributes_json);
-  to.dimension_names = std::move(carried.dimension_names);
+  STRATA_ASSIGN_OR_RETURN(ToZarrOptions to, TargetOptions(o, sm));
   // `strata plan` shows the plan of writing the result (nothing is written:
   // to_zarr only creates its array when a compute starts).
   if (o.plan_only && !scratch) scratch = std::make_unique<TempDir>("strata-plan");
   Array out = to_zarr(y, o.plan_only ? scratch->path() + "/target.zarr" : o.dst, to);
   if (!out.ok()) return out.status();
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan({out}));
-  if (o.plan_only) {
-    PrintPlan(*p, o.json);
-    return Status::Ok();
-  }
-  if (!o.quiet) PrintPlan(*p, /*json=*/false);
-  ComputeOptions options;
-  std::shared_ptr<HistoryCallback> history;
-  if (!o.history.empty()) {
-    history = std::make_shared<HistoryCallback>(o.history);
-    STRATA_RETURN_IF_ERROR(history->status());
-    options.callbacks.push_back(history);
-  }
-  if (!o.quiet) options.callbacks.push_back(std::make_shared<ProgressCallback>());
-  struct Summary : Callback {
-    void OnComputeEnd(const Plan&, const Status&, const ComputeSummary& s) override { summary = s; }
-    ComputeSummary summary;
-  };
-  auto summary = std::make_shared<Summary>();
-  options.callbacks.push_back(summary);
-  STRATA_RETURN_IF_ERROR(Execute(*p, options).status());
-  // Under mpi, the hosts the ranks were grouped on and the memory each
-  // counted (collective, so every rank asks, quiet or not).
-  mpi::HostLayout hosts;
-  std::vector<int64_t> host_memory;
-  if (spec.executor == ExecutorKind::kMpi) {
-    STRATA_ASSIGN_OR_RETURN(hosts, mpi::Layout());
-    STRATA_ASSIGN_OR_RETURN(host_memory, mpi::AllGather(DefaultTotalSystemMemory()));
-  }
-  if (!o.quiet) {
-    const ComputeSummary& s = summary->summary;
-    fmt::print("rechunked {} -> {}: {} tasks in {:.2f} s; peak memory {}; intermediates: {} "
-               "written to disk or object storage, peak {} in RAM\n",
-               o.src, o.dst, s.tasks, s.seconds, FormatBytes(s.peak_pool_bytes),
-               FormatBytes(s.intermediate_bytes_written),
-               FormatBytes(s.peak_resident_intermediate_bytes));
-    if (spec.executor == ExecutorKind::kMpi) {
-      PrintHosts(hosts, host_memory, p->spec().total_system_mem, !given.total_system_mem.empty());
-      fmt::print("mpi: {} ranks; {} ({} bytes) moved between ranks; peak memory per rank",
-                 s.rank_memory_share.size(), FormatBytes(s.bytes_between_ranks),
-                 s.bytes_between_ranks);
-      for (size_t r = 0; r < s.rank_peak_pool_bytes.size(); ++r) {
-        fmt::print(" {}/{}", FormatBytes(s.rank_peak_pool_bytes[r]),
-                   FormatBytes(s.rank_memory_share[r]));
-      }
-      fmt::print(" (peak/share)\n");
-    }
-  }
-  return Status::Ok();
+  return RunStores(o, spec, {out});
 }
 
 }  // namespace strata

@@ -157,6 +157,32 @@ Result<GroupMetadata> ParseZarrV2GroupMetadata(std::string_view zgroup_json,
                                                std::string_view zattrs_json);
 Result<GroupMetadata> ParseZarrV3GroupMetadata(std::string_view zarr_json);
 
+// Consolidated metadata: every document of a hierarchy in one place, so that
+// opening a dataset reads one object instead of listing the store.
+//   v2: `.zmetadata` at the root, {"metadata": {".zgroup": {...},
+//       "a/.zarray": {...}, "a/.zattrs": {...}}, "zarr_consolidated_format": 1}
+//       (zarr-python 2's consolidate_metadata).
+//   v3: the root group's zarr.json holds "consolidated_metadata": {"kind":
+//       "inline", "must_understand": false, "metadata": {"a": {zarr.json of
+//       a}, "a/b": {...}}} (zarr-python 3's).
+// Both are parsed into (key, document text) pairs, keys relative to the root
+// ("a/.zarray" for v2, "a" for v3 whose documents are zarr.json texts).
+inline constexpr std::string_view kZmetadataKey = ".zmetadata";
+// nullopt when the v3 group document has no consolidated metadata.
+Result<std::optional<std::vector<std::pair<std::string, std::string>>>> ParseConsolidatedMetadata(
+    std::string_view text, ZarrFormat format);
+// The `.zmetadata` text for v2 documents (keys as above).
+std::string EncodeConsolidatedV2(const std::vector<std::pair<std::string, std::string>>& documents);
+// The root group's zarr.json text with `members` (path, zarr.json text) inlined.
+std::string EncodeConsolidatedV3(const GroupMetadata& root,
+                                 const std::vector<std::pair<std::string, std::string>>& members);
+
+// `attributes_json` with `key` set to the JSON text `value_json`, or removed
+// when nullopt (keys keep their order; NaN literals survive).
+// InvalidArgument for attributes or a value that are not valid JSON.
+Result<std::string> EditAttributes(std::string_view attributes_json, std::string_view key,
+                                   std::optional<std::string_view> value_json);
+
 // A one-line summary of the codecs: "blosc(cname=lz4, clevel=5, shuffle=byte)",
 // "transpose(1,0) -> bytes(little) -> zstd(level=3) -> crc32c", "none",
 // "sharding_indexed(inner chunks [10, 10]: bytes(little) -> zstd(level=3);

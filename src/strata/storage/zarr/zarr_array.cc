@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "strata/storage/zarr/json_util.h"
@@ -77,13 +83,28 @@ bool LooksLikeChunkKey(std::string_view key) {
   return digit;
 }
 
-// Removes what belongs to the node at `prefix` ("" or "path/") that is being
-// replaced, and nothing else: a group's whole tree (its members are its own);
-// an array's metadata documents first (so a reader sees it gone before its
-// chunks go), then its chunk keys, leaving any other file in its directory.
-// `existing` is null when the node's metadata cannot be read: then its
-// metadata documents and every key spelled like a chunk key go.
-Status EraseNode(Store& store, const std::string& prefix, const NodeInfo* existing) {
+
+// True when every element of `src` has exactly the bytes of `element`.
+bool AllElementsAre(const ConstArrayView& src, std::span<const std::byte> element) {
+  const int esize = src.dtype().size();
+  const Index n = src.num_elements();
+  if (n == 0) return true;
+  if (src.is_contiguous()) {
+    const std::byte* p = src.data();
+    if (std::memcmp(p, element.data(), esize) != 0) return false;
+    // Each element equals the next one: all equal the first.
+    return n == 1 || std::memcmp(p, p + esize, static_cast<size_t>((n - 1) * esize)) == 0;
+  }
+  Shape idx(src.rank(), 0);
+  do {
+    if (std::memcmp(src.ElementPointer(idx), element.data(), esize) != 0) return false;
+  } while (NextIndex(idx, src.shape()));
+  return true;
+}
+
+}  // namespace
+
+Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* existing) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store.List(prefix));
   if (existing != nullptr && existing->kind == NodeInfo::Kind::kGroup) {
     for (std::string_view doc : {kZarrJsonKey, kZgroupKey, kZattrsKey}) {
@@ -105,26 +126,6 @@ Status EraseNode(Store& store, const std::string& prefix, const NodeInfo* existi
   }
   return Status::Ok();
 }
-
-// True when every element of `src` has exactly the bytes of `element`.
-bool AllElementsAre(const ConstArrayView& src, std::span<const std::byte> element) {
-  const int esize = src.dtype().size();
-  const Index n = src.num_elements();
-  if (n == 0) return true;
-  if (src.is_contiguous()) {
-    const std::byte* p = src.data();
-    if (std::memcmp(p, element.data(), esize) != 0) return false;
-    // Each element equals the next one: all equal the first.
-    return n == 1 || std::memcmp(p, p + esize, static_cast<size_t>((n - 1) * esize)) == 0;
-  }
-  Shape idx(src.rank(), 0);
-  do {
-    if (std::memcmp(src.ElementPointer(idx), element.data(), esize) != 0) return false;
-  } while (NextIndex(idx, src.shape()));
-  return true;
-}
-
-}  // namespace
 
 Result<NodeInfo> InspectNode(Store& store, const std::string& path) {
   std::string where = NodeUrl(store, path);
@@ -262,7 +263,7 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> stor
         fmt::format("{} already holds a Zarr node that cannot be read", where));
   }
   if (erase_old) {
-    STRATA_RETURN_IF_ERROR(EraseNode(*store, prefix, existing.ok() ? &*existing : nullptr)
+    STRATA_RETURN_IF_ERROR(EraseZarrNode(*store, prefix, existing.ok() ? &*existing : nullptr)
                                .WithContext(fmt::format("replacing {}", where)));
   }
   // What a killed writer of this node left (temporary files) goes now, so
@@ -272,6 +273,8 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> stor
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> array,
                           Make(store, path, std::move(metadata)));
   array->fresh_ = !resume;
+  array->metadata_pending_ = true;
+  array->resumed_ = resume;
   if (options.deferred_metadata) {
     if (!resume) {
       STRATA_RETURN_IF_ERROR(store->Set(array->Key(kIncompleteMarkerKey),
@@ -284,7 +287,46 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> stor
   return array;
 }
 
+Result<std::shared_ptr<ZarrArray>> ZarrArray::OpenForAppend(std::shared_ptr<Store> store,
+                                                            std::string path, int axis,
+                                                            Index new_extent) {
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> old, Open(store, path));
+  ArrayMetadata m = old->metadata();
+  if (axis < 0 || axis >= m.rank()) {
+    return InvalidArgumentError(fmt::format("append axis {} is out of range for {} of rank {}",
+                                            axis, old->url(), m.rank()));
+  }
+  if (new_extent < m.shape[axis]) {
+    return InvalidArgumentError(fmt::format("appending to {} cannot shrink axis {} from {} to {}",
+                                            old->url(), axis, m.shape[axis], new_extent));
+  }
+  m.shape[axis] = new_extent;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> grown,
+                          Make(std::move(store), std::move(path), std::move(m)));
+  grown->metadata_pending_ = true;
+  return grown;
+}
+
+Result<std::vector<Index>> ZarrArray::StoredChunkIndices() const {
+  std::string prefix = path_.empty() ? std::string() : path_ + "/";
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store_->List(prefix));
+  std::vector<Index> out;
+  Shape block;
+  for (const std::string& key : keys) {
+    std::string_view relative = std::string_view(key).substr(prefix.size());
+    if (!metadata_.ParseChunkKey(relative, block)) continue;
+    bool in_grid = static_cast<int>(block.size()) == grid_.rank();
+    for (int i = 0; in_grid && i < grid_.rank(); ++i) {
+      in_grid = block[i] >= 0 && block[i] < grid_.grid_shape()[i];
+    }
+    if (in_grid) out.push_back(LinearIndex(block, grid_.grid_shape()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Status ZarrArray::Commit() {
+  if (!metadata_pending_) return Status::Ok();
   for (const auto& [key, text] : metadata_.Encode()) {
     STRATA_RETURN_IF_ERROR(store_->Set(Key(key), text).WithContext(
         fmt::format("writing metadata of {}", url())));
@@ -765,6 +807,55 @@ Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool
   });
 }
 
+namespace {
+
+// Serializes read-modify-writes of one chunk: a mutex (striped by key) in
+// this process, and for a local directory an OFD write lock on one byte
+// (the chunk's linear index) of a lock file in the array's directory, which
+// other processes' writers take too. Other stores get the mutex only.
+class ChunkLock {
+ public:
+  ChunkLock(Store& store, const std::string& array_path, const std::string& key, Index linear)
+      : mutex_(StripeFor(store.url() + "/" + key)) {
+    mutex_.lock();
+    if (auto* local = dynamic_cast<LocalStore*>(&store)) {
+      Result<std::string> dir = array_path.empty() ? Result<std::string>(local->root())
+                                                   : local->PathOf(array_path);
+      if (dir.ok()) {
+        fd_ = ::open((*dir + "/.strata-chunk-locks").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ >= 0) {
+          struct flock lock {};
+          lock.l_type = F_WRLCK;
+          lock.l_whence = SEEK_SET;
+          lock.l_start = linear;
+          lock.l_len = 1;
+          // An open-file-description lock: a classic POSIX lock belongs to
+          // the process, and closing any descriptor of the file (another
+          // thread's ChunkLock) would drop it.
+          while (::fcntl(fd_, F_OFD_SETLKW, &lock) != 0 && errno == EINTR) {
+          }
+        }
+      }
+    }
+  }
+  ~ChunkLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the fcntl lock
+    mutex_.unlock();
+  }
+  ChunkLock(const ChunkLock&) = delete;
+  ChunkLock& operator=(const ChunkLock&) = delete;
+
+ private:
+  static std::mutex& StripeFor(const std::string& key) {
+    static std::mutex stripes[256];
+    return stripes[std::hash<std::string>{}(key) % 256];
+  }
+  std::mutex& mutex_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
 Status ZarrArray::WriteRegion(const Box& region, const ConstArrayView& data,
                               MemoryPool& pool) const {
   STRATA_CHECK(data.shape() == region.shape);
@@ -772,6 +863,7 @@ Status ZarrArray::WriteRegion(const Box& region, const ConstArrayView& data,
                                     const Box& part) -> Status {
     ConstArrayView src = data.Slice(Translate(part, region.origin));
     if (part == block_box) return WriteChunk(block, src, pool);
+    ChunkLock lock(*store_, path_, ChunkStoreKey(block), LinearIndex(block, grid_.grid_shape()));
     if (shards_) return UpdateShard(block, part, src, pool);
     // A partly covered chunk: read, update, rewrite.
     STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), block_box.shape));

@@ -69,8 +69,26 @@ class ZarrArray {
   static Result<std::shared_ptr<ZarrArray>> Create(std::shared_ptr<Store> store, std::string path,
                                                    ArrayMetadata metadata, CreateOptions options);
 
-  // Writes the metadata documents and removes the incomplete marker.
+  // Opens the existing array at `path` to append along `axis`: the returned
+  // array has the grown shape (`new_extent` along `axis`), chunks are
+  // written beyond the old edge, and Commit() writes the new metadata. Until
+  // then readers see the old array: nothing is visible half-appended.
+  // InvalidArgument when `new_extent` is smaller than the current extent.
+  static Result<std::shared_ptr<ZarrArray>> OpenForAppend(std::shared_ptr<Store> store,
+                                                          std::string path, int axis,
+                                                          Index new_extent);
+
+  // True when Create resumed an incomplete array an interrupted run left.
+  bool resumed() const { return resumed_; }
+
+  // Writes the metadata documents and removes the incomplete marker (of an
+  // array made by Create or OpenForAppend; a no-op for an array only opened).
   Status Commit();
+
+  // Block coordinates of every stored chunk (shards of a sharded array): the
+  // chunks a resumed write finds already complete (chunk objects are written
+  // atomically, so one that exists is whole).
+  Result<std::vector<Index>> StoredChunkIndices() const;
 
   const ArrayMetadata& metadata() const { return metadata_; }
   // The grid of stored chunks (shards, for a sharded array).
@@ -140,7 +158,11 @@ class ZarrArray {
   // Reads any region into `out` (shape == region.shape).
   Status ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const;
 
-  // Writes any region; partially covered chunks are read, updated, rewritten.
+  // Writes any region; partially covered chunks are read, updated and
+  // rewritten under a lock on the chunk (a mutex in this process and, in a
+  // local directory, an fcntl lock that other processes respect), so two
+  // writers of neighbouring regions never lose each other's values and a
+  // reader never sees a torn chunk (chunks are replaced atomically).
   Status WriteRegion(const Box& region, const ConstArrayView& data, MemoryPool& pool) const;
 
   struct StoredChunks {
@@ -208,6 +230,9 @@ class ZarrArray {
   // Steady-clock nanoseconds of the last CheckUnchanged a missing chunk made.
   mutable std::atomic<int64_t> last_missing_check_{0};
   std::shared_ptr<const ShardLayout> shards_;
+  // Commit() writes metadata (Create, OpenForAppend).
+  bool metadata_pending_ = false;
+  bool resumed_ = false;
   // Decoded shard indexes, most recently used last (a few hundred at most).
   static constexpr size_t kIndexCacheEntries = 256;
   mutable std::mutex index_mu_;
@@ -223,6 +248,14 @@ struct NodeInfo {
   std::optional<ArrayMetadata> array;  // for arrays and incomplete arrays
 };
 Result<NodeInfo> InspectNode(Store& store, const std::string& path);
+
+// Removes what belongs to the node at `prefix` ("" or "path/") that is being
+// replaced, and nothing else: a group's whole tree (its members are its own);
+// an array's metadata documents first (so a reader sees it gone before its
+// chunks go), then its chunk keys, leaving any other file in its directory.
+// `existing` is null when the node's metadata cannot be read: then its
+// metadata documents and every key spelled like a chunk key go.
+Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* existing);
 
 }  // namespace strata
 

@@ -1,0 +1,171 @@
+// to_zarr as datasets in the wild need it: into shards (a task per shard,
+// within allowed_mem whatever the shard's size), into a region of an
+// existing array and appended along an axis, and resumed after an
+// interruption (complete chunks are not written again; the killed run's
+// temporary files are removed).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "strata/api/test_util.h"
+#include "strata/base/temp_dir.h"
+#include "strata/storage/zarr/zarr_array.h"
+#include "strata/strata.h"
+
+namespace strata {
+namespace {
+
+using testing_util::RecordingCallback;
+using testing_util::SmallSpec;
+
+NDArray ReadBack(const std::string& path) {
+  auto at = *OpenStoreUrl(path, false);
+  auto a = ZarrArray::Open(at.store, at.prefix);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  NDArray out = *NDArray::Allocate(*MemoryPool::Default(), (*a)->dtype(), (*a)->shape());
+  EXPECT_TRUE((*a)->ReadRegion(Box::FromShape((*a)->shape()), out.view(), *MemoryPool::Default()).ok());
+  return out;
+}
+
+TEST(ShardedToZarrTest, ShardsFarLargerThanAllowedMemStayWithinIt) {
+  TempDir dir("strata-shard-api");
+  // 32 MB of float64 in source chunks of (4096, 128); shards of (4096, 1024)
+  // (32 MB each) of inner chunks (256, 256) (512 KB); allowed_mem 12 MB (a
+  // source chunk costs ~9.4 MB to read).
+  Spec spec = SmallSpec();
+  spec.allowed_mem = "12MB";
+  const Shape shape = {4096, 1024};
+  Array src = random::random(shape, {4096, 128}, 3, SmallSpec());
+  Status written = compute(to_zarr(src, dir.path() + "/src.zarr")).status();
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  Array x = from_zarr(dir.path() + "/src.zarr", spec).rechunk({256, 256});
+  ToZarrOptions to;
+  to.zarr_format = ZarrFormat::kV3;
+  to.shards = Shape{4096, 1024};
+  Array out = to_zarr(x, dir.path() + "/sharded.zarr", to);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto p = plan({out});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  // One exchange from the source straight into shards: the store has one task.
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.node->kind == NodeKind::kStore) {
+      EXPECT_EQ(op.num_tasks(), 1);
+    }
+  }
+  auto recorder = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(recorder);
+  ASSERT_TRUE(Execute(**p, options).ok());
+  recorder->ExpectWithinBudget();
+  NDArray expected = *compute(random::random(shape, {4096, 1024}, 3, SmallSpec()));
+  EXPECT_TRUE(ArraysEqual(ReadBack(dir.path() + "/sharded.zarr").view(), expected.view()));
+  auto at = *OpenStoreUrl(dir.path() + "/sharded.zarr", false);
+  auto a = *ZarrArray::Open(at.store, at.prefix);
+  EXPECT_TRUE(a->is_sharded());
+  EXPECT_EQ(a->read_grid().chunk_shape(), (Shape{256, 256}));
+  EXPECT_EQ(a->CountStoredChunks()->count, 1);
+}
+
+TEST(ShardedToZarrTest, ShardsNeedV3AndMultiplesOfTheChunks) {
+  Array x = zeros({10, 10}, {5, 5});
+  ToZarrOptions to;
+  to.shards = Shape{10, 10};
+  EXPECT_NE(to_zarr(x, "memory://a", to).status().message().find("needs Zarr format 3"),
+            std::string_view::npos);
+  to.zarr_format = ZarrFormat::kV3;
+  to.shards = Shape{10, 7};
+  EXPECT_NE(to_zarr(x, "memory://a", to).status().message().find("must be a multiple"),
+            std::string_view::npos);
+}
+
+TEST(RegionToZarrTest, BackfillsARegionAndAppends) {
+  TempDir dir("strata-region");
+  const std::string path = dir.path() + "/a.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(full({20, 12}, Scalar(-1.0), {6, 5}, {}, spec), path)).ok());
+  // A region at (4, 3) of shape (9, 7): partly covering chunks on every side.
+  Array patch = random::random({9, 7}, {4, 4}, 11, spec);
+  ToZarrOptions region;
+  region.region_origin = Shape{4, 3};
+  Array w = to_zarr(patch, path, region);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto recorder = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(recorder);
+  auto p = *plan({w});
+  ASSERT_TRUE(Execute(*p, options).ok());
+  recorder->ExpectWithinBudget();
+  NDArray got = ReadBack(path);
+  NDArray values = *compute(patch);
+  NDArray expected = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, {20, 12});
+  FillArray(expected.view(), MakeFillValue(DTypeId::kFloat64, -1.0).bytes);
+  CopyArray(values.view(), expected.view().Slice(Box({4, 3}, {9, 7})));
+  EXPECT_TRUE(ArraysEqual(got.view(), expected.view()));
+  // Append 7 rows: the array grows to 27 rows.
+  Array more = random::random({7, 12}, {7, 12}, 12, spec);
+  ToZarrOptions append;
+  append.append_dim = 0;
+  ASSERT_TRUE(compute(to_zarr(more, path, append)).ok());
+  NDArray grown = ReadBack(path);
+  ASSERT_EQ(grown.shape(), (Shape{27, 12}));
+  EXPECT_TRUE(ArraysEqual(grown.view().Slice(Box({0, 0}, {20, 12})), expected.view()));
+  EXPECT_TRUE(ArraysEqual(grown.view().Slice(Box({20, 0}, {7, 12})), compute(more)->view()));
+  // Out of bounds and mismatched appends are errors, nothing written.
+  region.region_origin = Shape{25, 0};
+  EXPECT_NE(to_zarr(patch, path, region).status().message().find("outside the array"),
+            std::string_view::npos);
+  append.append_dim = 1;
+  EXPECT_NE(to_zarr(more, path, append).status().message().find("the other extents differ"),
+            std::string_view::npos);
+}
+
+TEST(ResumeTest, ARerunSkipsCompleteChunksAndRemovesStaleTemporaries) {
+  TempDir dir("strata-resume");
+  const std::string path = dir.path() + "/r.zarr";
+  Spec spec = SmallSpec(ExecutorKind::kInline, 1);
+  Array x = random::random({40, 30}, {10, 10}, 5, spec);
+  // The first run dies after 5 of the 12 store tasks.
+  int stored = 0;
+  ComputeOptions failing;
+  failing.fault_injector = [&](const PlannedOp& op, std::span<const Index>, int) -> Status {
+    if (op.node->kind != NodeKind::kStore) return Status::Ok();
+    if (stored++ >= 5) return InvalidArgumentError("killed");
+    return Status::Ok();
+  };
+  {
+    auto p = *plan({to_zarr(x, path)});
+    EXPECT_FALSE(Execute(*p, failing).ok());
+  }
+  EXPECT_TRUE(std::filesystem::exists(path + "/.strata-incomplete"));
+  // A temporary a killed writer left (a pid that does not exist) and one of
+  // a live process.
+  const std::string stale = path + "/.1.1.strata-tmp-999999999-0";
+  const std::string live = path + "/.1.2.strata-tmp-" + std::to_string(::getpid()) + "-77";
+  std::ofstream(stale) << "partial";
+  std::ofstream(live) << "in flight";
+  auto recorder = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(recorder);
+  auto p = *plan({to_zarr(x, path)});
+  ASSERT_TRUE(Execute(*p, options).ok());
+  int skipped = 0, written = 0;
+  for (const TaskEndEvent& e : recorder->events) {
+    if (e.op->node->kind != NodeKind::kStore) continue;
+    (e.skipped ? skipped : written)++;
+  }
+  EXPECT_EQ(skipped, 5);
+  EXPECT_EQ(written, 7);
+  EXPECT_EQ(recorder->summary.tasks_skipped, 5);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  std::filesystem::remove(live);
+  EXPECT_FALSE(std::filesystem::exists(path + "/.strata-incomplete"));
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
+  // A complete array is not resumed: the same to_zarr is refused.
+  EXPECT_EQ(compute(to_zarr(x, path)).status().code(), StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace strata
