@@ -167,5 +167,43 @@ TEST(ResumeTest, ARerunSkipsCompleteChunksAndRemovesStaleTemporaries) {
   EXPECT_EQ(compute(to_zarr(x, path)).status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST(ResumeTest, ARerunOfARechunkSkipsItsCompleteWriteBlocks) {
+  // A rechunk written to Zarr: its store tasks may each write several target
+  // chunks (consolidated write chunks); one is skipped only when all are there.
+  TempDir dir("strata-resume-rechunk");
+  const std::string path = dir.path() + "/r.zarr";
+  Spec spec = SmallSpec(ExecutorKind::kInline, 1);
+  Array x = random::random({40, 40}, {40, 4}, 6, spec).rechunk({10, 10});
+  int stored = 0;
+  ComputeOptions failing;
+  failing.fault_injector = [&](const PlannedOp& op, std::span<const Index>, int) -> Status {
+    if (op.node->kind != NodeKind::kStore) return Status::Ok();
+    if (stored++ >= 2) return InvalidArgumentError("killed");
+    return Status::Ok();
+  };
+  int64_t store_tasks = 0;
+  {
+    auto p = *plan({to_zarr(x, path)});
+    for (const PlannedOp& op : p->ops()) {
+      if (op.node->kind == NodeKind::kStore) store_tasks = op.num_tasks();
+    }
+    EXPECT_FALSE(Execute(*p, failing).ok());
+  }
+  ASSERT_GT(store_tasks, 2);
+  auto recorder = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(recorder);
+  auto p = *plan({to_zarr(x, path)});
+  ASSERT_TRUE(Execute(*p, options).ok());
+  int skipped = 0, written = 0;
+  for (const TaskEndEvent& e : recorder->events) {
+    if (e.op->node->kind != NodeKind::kStore) continue;
+    (e.skipped ? skipped : written)++;
+  }
+  EXPECT_EQ(skipped, 2);
+  EXPECT_EQ(written, store_tasks - 2);
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
+}
+
 }  // namespace
 }  // namespace strata

@@ -43,8 +43,25 @@ Result<std::shared_ptr<ZarrTarget>> ZarrTarget::Make(std::string url, ArrayMetad
   return t;
 }
 
-bool ZarrTarget::ChunkDone(Index linear) const {
-  return std::binary_search(done_.begin(), done_.end(), linear);
+bool ZarrTarget::BlockDone(const ChunkGrid& grid, std::span<const Index> block) const {
+  if (done_.empty()) return false;
+  // A store task may write several chunks (a rechunk's consolidated write
+  // chunks): it is done only when every one of them is.
+  const ChunkGrid& chunks = array_->grid();
+  Shape first, last;
+  chunks.BlockRangeOf(grid.BlockBox(block), first, last);
+  Shape c = first;
+  while (true) {
+    if (!std::binary_search(done_.begin(), done_.end(), LinearIndex(c, chunks.grid_shape()))) {
+      return false;
+    }
+    int i = static_cast<int>(c.size()) - 1;
+    for (; i >= 0; --i) {
+      if (++c[i] < last[i]) break;
+      c[i] = first[i];
+    }
+    if (i < 0) return true;
+  }
 }
 
 int64_t ZarrTarget::resumed_chunks() const { return static_cast<int64_t>(done_.size()); }

@@ -26,6 +26,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,9 +70,10 @@ class ZarrTarget {
   const Mode& mode() const { return mode_; }
   // Writes into part of an existing array (kRegion, kAppend).
   bool writes_region() const { return mode_.kind != Mode::Kind::kCreate; }
-  // Resumed runs: true when chunk `linear` (of the store grid) was already
-  // complete when Open() found the interrupted run's array.
-  bool ChunkDone(Index linear) const;
+  // Resumed runs: true when every stored chunk (shard) that block `block`
+  // of `grid` (a store task's) covers was already complete when Open()
+  // found the interrupted run's array. Call after Open().
+  bool BlockDone(const ChunkGrid& grid, std::span<const Index> block) const;
   // How many chunks Open() found complete (0 unless resuming).
   int64_t resumed_chunks() const;
   const std::string& url() const { return url_; }

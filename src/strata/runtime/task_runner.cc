@@ -335,8 +335,8 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
        plan_.spec().allowed_mem});
   auto t0 = Clock::now();
   const ZarrTarget* target = node.kind == NodeKind::kStore ? node.target.get() : nullptr;
-  if (target != nullptr && target->ChunkDone(task.block)) {
-    figures->skipped = true;  // resumed: this chunk was already written whole
+  if (target != nullptr && target->BlockDone(node.grid, block)) {
+    figures->skipped = true;  // resumed: its chunks were already written whole
   } else if (target != nullptr && target->writes_region()) {
     // Into part of an existing array: blocks are aligned to its chunks, so a
     // chunk is written by one task; one partly covered is read-modify-written.
