@@ -152,6 +152,20 @@ def test_write_region_backfills(strata, tmp_path):
     assert_same(zarr.open_array(str(dst), mode="r")[...], expected)
 
 
+def test_write_region_from_itself_is_refused(strata, tmp_path):
+    """SRC is read while DST's chunks are rewritten: as every verb that writes
+    (issue 13), write-region refuses overlapping locations with exit 2."""
+    dst = tmp_path / "dst.zarr"
+    base = np.arange(64, dtype="f8").reshape(8, 8)
+    write_array(dst, base, (4, 4))
+    (tmp_path / "x").mkdir()
+    for src in (str(dst), str(dst) + "/", str(tmp_path / "x" / ".." / "dst.zarr")):
+        proc = strata("write-region", src, dst, "--at", "0,0", check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert "DST" in proc.stderr
+    assert_same(zarr.open_array(str(dst), mode="r")[...], base)
+
+
 def test_write_region_appends(strata, tmp_path):
     dst = tmp_path / "dst.zarr"
     first = np.arange(30, dtype="i4").reshape(10, 3)

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "strata/api/test_util.h"
+#include "strata/base/process_info.h"
 #include "strata/base/temp_dir.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
@@ -121,6 +122,26 @@ TEST(RegionToZarrTest, BackfillsARegionAndAppends) {
             std::string_view::npos);
 }
 
+TEST(RegionToZarrTest, ABackfillRemovesWhatAKilledBackfillLeftAndRefusesItsOwnSource) {
+  TempDir dir("strata-region-litter");
+  const std::string path = dir.path() + "/a.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(full({8, 8}, Scalar(2.0), {4, 4}, {}, spec), path)).ok());
+  // A temporary a killed writer left (its pid does not exist), as LocalStore names them.
+  const std::string stale = path + "/.0.1.strata-tmp-999999999-1-3";
+  std::ofstream(stale) << "partial";
+  ToZarrOptions region;
+  region.region_origin = Shape{0, 0};
+  ASSERT_TRUE(compute(to_zarr(random::random({4, 4}, {4, 4}, 1, spec), path, region)).ok());
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  // Backfilling an array from itself would read chunks while they change.
+  Array self = from_zarr(path, spec);
+  Array sub = getitem(self, {Slice{0, 4}, Slice{0, 4}});
+  Array w = to_zarr(sub, path, region);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ResumeTest, ARerunSkipsCompleteChunksAndRemovesStaleTemporaries) {
   TempDir dir("strata-resume");
   const std::string path = dir.path() + "/r.zarr";
@@ -141,8 +162,10 @@ TEST(ResumeTest, ARerunSkipsCompleteChunksAndRemovesStaleTemporaries) {
   EXPECT_TRUE(std::filesystem::exists(path + "/.strata-incomplete"));
   // A temporary a killed writer left (a pid that does not exist) and one of
   // a live process.
-  const std::string stale = path + "/.1.1.strata-tmp-999999999-0";
-  const std::string live = path + "/.1.2.strata-tmp-" + std::to_string(::getpid()) + "-77";
+  // Names as LocalStore gives them: ".<key>.strata-tmp-<pid>-<start time>-<n>".
+  const std::string stale = path + "/.1.1.strata-tmp-999999999-1-0";
+  const std::string live = path + "/.1.2.strata-tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(ThisProcessStartTime()) + "-77";
   std::ofstream(stale) << "partial";
   std::ofstream(live) << "in flight";
   auto recorder = std::make_shared<RecordingCallback>();
@@ -203,6 +226,93 @@ TEST(ResumeTest, ARerunOfARechunkSkipsItsCompleteWriteBlocks) {
   EXPECT_EQ(skipped, 2);
   EXPECT_EQ(written, store_tasks - 2);
   EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
+}
+
+// Chunks equal to the fill value are not stored (issue 13): a rerun must still
+// know them done. Store tasks the first run finished are skipped, not redone,
+// whether they wrote a chunk or found it all fill; the journal that says so
+// is gone once the array is complete.
+struct FillResumeCase {
+  std::optional<Shape> shards;
+  int64_t tasks;
+};
+
+class FillResumeTest : public ::testing::TestWithParam<FillResumeCase> {};
+
+TEST_P(FillResumeTest, ARerunSkipsTheChunksTheFirstRunFoundAllFill) {
+  TempDir dir("strata-resume-fill");
+  const std::string path = dir.path() + "/f.zarr";
+  Spec spec = SmallSpec(ExecutorKind::kInline, 1);
+  // Half of it zeros (the fill value), half random, chunk by chunk: rows
+  // [0, 20) are zeros.
+  Array r = random::random({40, 40}, {10, 10}, 9, spec);
+  Array rows = reshape(arange(0, 40, 1, {10}, DType(DTypeId::kInt64), spec), {40, 1});
+  Array x = where(rows < 20, 0.0, r);
+  ToZarrOptions options;
+  options.zarr_format = ZarrFormat::kV3;
+  options.shards = GetParam().shards;
+  int stored = 0;
+  ComputeOptions failing;
+  failing.fault_injector = [&](const PlannedOp& op, std::span<const Index>, int) -> Status {
+    if (op.node->kind != NodeKind::kStore) return Status::Ok();
+    if (stored++ >= GetParam().tasks / 2) return InvalidArgumentError("killed");
+    return Status::Ok();
+  };
+  {
+    auto p = *plan({to_zarr(x, path, options)});
+    EXPECT_FALSE(Execute(*p, failing).ok());
+  }
+  // The first half of the tasks wrote nothing (all zeros): their chunks are
+  // in the journal only.
+  EXPECT_TRUE(std::filesystem::exists(path + "/.strata-fill"));
+  EXPECT_FALSE(std::filesystem::exists(path + "/c"));
+  auto recorder = std::make_shared<RecordingCallback>();
+  ComputeOptions again;
+  again.callbacks.push_back(recorder);
+  auto p = *plan({to_zarr(x, path, options)});
+  ASSERT_TRUE(Execute(*p, again).ok());
+  int skipped = 0, written = 0;
+  for (const TaskEndEvent& e : recorder->events) {
+    if (e.op->node->kind != NodeKind::kStore) continue;
+    (e.skipped ? skipped : written)++;
+  }
+  EXPECT_EQ(skipped, GetParam().tasks / 2);
+  EXPECT_EQ(written, GetParam().tasks - GetParam().tasks / 2);
+  EXPECT_FALSE(std::filesystem::exists(path + "/.strata-fill"));
+  EXPECT_FALSE(std::filesystem::exists(path + "/.strata-incomplete"));
+  EXPECT_FALSE(std::filesystem::exists(path + "/c/0/0"));  // all fill: not stored
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, FillResumeTest,
+                         ::testing::Values(FillResumeCase{std::nullopt, 16},
+                                           FillResumeCase{Shape{20, 20}, 4}));
+
+TEST(FillJournalTest, AnOverwriteRemovesTheJournalOfTheArrayItReplaces) {
+  TempDir dir("strata-fill-overwrite");
+  const std::string path = dir.path() + "/o.zarr";
+  Spec spec = SmallSpec(ExecutorKind::kInline, 1);
+  Array x = zeros({20, 20}, {10, 10}, DTypeId::kFloat64, spec);
+  ComputeOptions failing;
+  int stored = 0;
+  failing.fault_injector = [&](const PlannedOp& op, std::span<const Index>, int) -> Status {
+    if (op.node->kind == NodeKind::kStore && stored++ >= 2) return InvalidArgumentError("killed");
+    return Status::Ok();
+  };
+  {
+    auto p = *plan({to_zarr(x, path)});
+    EXPECT_FALSE(Execute(*p, failing).ok());
+  }
+  ASSERT_TRUE(std::filesystem::exists(path + "/.strata-fill"));
+  // Other metadata: not resumed but replaced, journal and all.
+  ToZarrOptions replace;
+  replace.overwrite = true;
+  replace.codecs = {};
+  replace.no_compression = true;
+  ASSERT_TRUE(compute(to_zarr(ones({20, 20}, {10, 10}, DTypeId::kFloat64, spec), path, replace)).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + "/.strata-fill"));
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(),
+                          compute(ones({20, 20}, {10, 10}, DTypeId::kFloat64, spec))->view()));
 }
 
 }  // namespace

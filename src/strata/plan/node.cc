@@ -72,23 +72,27 @@ Status ZarrTarget::Open() {
   std::lock_guard lock(mu_);
   if (array_) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(url_, /*create=*/true));
-  if (mode_.kind == Mode::Kind::kRegion) {
-    STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Open(at.store, at.prefix));
-  } else if (mode_.kind == Mode::Kind::kAppend) {
-    STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::OpenForAppend(at.store, at.prefix,
-                                                             mode_.append_axis,
-                                                             metadata_.shape[mode_.append_axis]));
+  if (mode_.kind != Mode::Kind::kCreate) {
+    if (mode_.kind == Mode::Kind::kRegion) {
+      STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Open(at.store, at.prefix));
+    } else {
+      STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::OpenForAppend(
+                                          at.store, at.prefix, mode_.append_axis,
+                                          metadata_.shape[mode_.append_axis]));
+    }
+    // A killed backfill's temporary files (Create does this for new arrays).
+    STRATA_RETURN_IF_ERROR(at.store->ReclaimTempFiles(at.prefix.empty() ? "" : at.prefix + "/")
+                               .WithContext(fmt::format("removing what an interrupted run left "
+                                                        "in {}", array_->url())));
   } else {
     ZarrArray::CreateOptions options;
     options.overwrite = overwrite_;
     STRATA_ASSIGN_OR_RETURN(array_, ZarrArray::Create(at.store, at.prefix, metadata_, options));
     if (array_->resumed()) {
-      // An interrupted run's array: its chunks are whole (written atomically),
-      // its temporaries are litter of writers that died with it.
+      // An interrupted run's array: its chunks are whole (written atomically;
+      // Create removed the temporaries of writers that died with it), and
+      // the chunks it found all fill are in its fill journal.
       STRATA_ASSIGN_OR_RETURN(done_, array_->StoredChunkIndices());
-      if (auto* local = dynamic_cast<LocalStore*>(at.store.get())) {
-        STRATA_RETURN_IF_ERROR(local->RemoveStaleTempFiles(at.prefix).status());
-      }
     }
   }
   return Status::Ok();

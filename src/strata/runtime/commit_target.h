@@ -19,6 +19,12 @@ namespace strata {
 // since it was opened; otherwise commits `store_node`'s target.
 Status CommitTarget(const Plan& plan, const Node& store_node);
 
+// After a failed run: writes what the store ops' arrays hold in memory of
+// their fill journals (ZarrArray::FlushFillJournal), so that a rerun skips
+// the chunks found all fill too. Every target is tried; the first error is
+// returned.
+Status FlushFillJournals(const Plan& plan);
+
 }  // namespace strata
 
 #endif  // STRATA_RUNTIME_COMMIT_TARGET_H_

@@ -391,6 +391,10 @@ Result<ComputeResult> Dispatcher::Execute() {
   Notify([&](Callback& cb) { cb.OnComputeStart(plan_); });
   Status status = Prepare();
   if (status.ok()) status = RunTasks();
+  // A failed run leaves its outputs incomplete, to be resumed: what they
+  // know of chunks skipped as fill goes to the store now (the run's error
+  // is the one reported).
+  if (!status.ok()) FlushFillJournals(plan_).IgnoreError();
   ComputeSummary summary;
   Status finished = Finish(&summary);
   if (status.ok()) status = finished;

@@ -230,8 +230,8 @@ Status TaskRunner::StoreShard(const Node& node, std::span<const Index> block, Fr
     STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
   }
   frame.stream_leaves.clear();
-  return writer->Finish().status().WithContext(
-      fmt::format("writing shard {} of {}", BlockName(block), array.url()));
+  return array.FinishShard(block, *writer)
+      .WithContext(fmt::format("writing shard {} of {}", BlockName(block), array.url()));
 }
 
 bool TaskRunner::Streamable(const Node& given) const {

@@ -162,7 +162,7 @@ Status RunCopy(const CopyOptions& options) {
             global, inner.view().Slice(Translate(part, local.origin)), *pool));
         STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
       }
-      STRATA_RETURN_IF_ERROR(writer->Finish().status());
+      STRATA_RETURN_IF_ERROR(dst->FinishShard(block, *writer));
     } else {
       const Box box = grid.BlockBox(block);
       STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(*pool, src->dtype(), box.shape));

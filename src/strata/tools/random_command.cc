@@ -87,7 +87,7 @@ Status RunRandom(const RandomOptions& options) {
                       options.seed);
         STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
       }
-      STRATA_RETURN_IF_ERROR(writer->Finish().status());
+      STRATA_RETURN_IF_ERROR(array->FinishShard(block, *writer));
       progress.Advance();
       return Status::Ok();
     }

@@ -171,7 +171,7 @@ void ShardLayout::EncodeIndex(std::span<const ShardEntry> entries, std::span<std
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Begin(std::shared_ptr<const ShardLayout> layout,
                                                         Store& store, std::string key,
                                                         std::vector<std::byte> fill_value,
-                                                        MemoryPool& pool) {
+                                                        MemoryPool& pool, bool erase_if_empty) {
   std::unique_ptr<ShardWriter> w(new ShardWriter());
   w->entries_.assign(static_cast<size_t>(layout->inner_per_shard()), ShardEntry{});
   w->layout_ = std::move(layout);
@@ -179,6 +179,7 @@ Result<std::unique_ptr<ShardWriter>> ShardWriter::Begin(std::shared_ptr<const Sh
   w->key_ = std::move(key);
   w->fill_ = std::move(fill_value);
   w->pool_ = &pool;
+  w->erase_if_empty_ = erase_if_empty;
   return w;
 }
 
@@ -220,7 +221,7 @@ Result<bool> ShardWriter::Finish() {
   if (stored_ == 0) {
     // An empty shard is not written (zarr-python does the same); an old one
     // at the key would read wrong, so it goes.
-    STRATA_RETURN_IF_ERROR(store_->Erase(key_));
+    if (erase_if_empty_) STRATA_RETURN_IF_ERROR(store_->Erase(key_));
     return false;
   }
   std::vector<std::byte> index(static_cast<size_t>(layout_->index_bytes()));

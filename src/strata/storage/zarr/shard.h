@@ -103,12 +103,14 @@ class ShardLayout {
 class ShardWriter {
  public:
   // Starts shard `key` in `store`. `fill_value` is the array's (inner chunks
-  // equal to it are skipped). Memory: a writer from store.OpenWriter plus one
-  // encoded inner chunk at a time, all from `pool`.
+  // equal to it are skipped). `erase_if_empty`: an empty shard erases what
+  // is at `key` (false when nothing can be there: no request is sent).
+  // Memory: a writer from store.OpenWriter plus one encoded inner chunk at a
+  // time, all from `pool`.
   static Result<std::unique_ptr<ShardWriter>> Begin(std::shared_ptr<const ShardLayout> layout,
                                                     Store& store, std::string key,
                                                     std::vector<std::byte> fill_value,
-                                                    MemoryPool& pool);
+                                                    MemoryPool& pool, bool erase_if_empty = true);
   ~ShardWriter();
 
   // Encodes and adds inner chunk `inner` (linear) from `data`, of the full
@@ -117,7 +119,7 @@ class ShardWriter {
   // Adds inner chunk `inner` already encoded (copied from another shard).
   Status AddEncoded(Index inner, std::span<const std::byte> encoded);
   // Writes the index and stores the shard; with no inner chunk added, erases
-  // `key` instead. Returns whether a shard was written.
+  // `key` instead (see Begin). Returns whether a shard was written.
   Result<bool> Finish();
 
   // Inner chunks stored so far.
@@ -132,6 +134,7 @@ class ShardWriter {
   std::string key_;
   std::vector<std::byte> fill_;
   MemoryPool* pool_ = nullptr;
+  bool erase_if_empty_ = true;
   std::unique_ptr<StoreWriter> writer_;
   std::vector<ShardEntry> entries_;
   Index stored_ = 0;

@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 
+#include "strata/base/process_info.h"
 #include "strata/storage/zarr/json_util.h"
 
 namespace strata {
@@ -104,6 +107,24 @@ bool AllElementsAre(const ConstArrayView& src, std::span<const std::byte> elemen
 
 }  // namespace
 
+// The fill journal of an incomplete array (see the header).
+struct ZarrArray::FillJournal {
+  FillJournal() : nonce(std::random_device{}()), last_write_ns(SteadyNanos()) {}
+  static int64_t SteadyNanos() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  // With the writer's pid and start time (taken at each write: a forked
+  // worker shares this object), names the journal's objects uniquely.
+  const uint64_t nonce;
+  std::atomic<int64_t> seq{0};
+  std::mutex mu;
+  std::vector<Index> pending;  // guarded by mu
+  int64_t last_write_ns;       // guarded by mu
+  bool closed = false;         // guarded by mu: Commit() removed the journal
+};
+
 Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* existing) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store.List(prefix));
   if (existing != nullptr && existing->kind == NodeInfo::Kind::kGroup) {
@@ -116,6 +137,7 @@ Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* ex
   for (std::string_view doc : {kZarrJsonKey, kZarrayKey, kZattrsKey, kIncompleteMarkerKey}) {
     STRATA_RETURN_IF_ERROR(store.Erase(prefix + std::string(doc)));
   }
+  STRATA_RETURN_IF_ERROR(store.ErasePrefix(prefix + std::string(kFillJournalPrefix)));
   Shape block;
   for (const std::string& key : keys) {
     std::string_view relative = std::string_view(key).substr(prefix.size());
@@ -276,6 +298,7 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> stor
   array->metadata_pending_ = true;
   array->resumed_ = resume;
   if (options.deferred_metadata) {
+    array->fill_journal_ = std::make_shared<FillJournal>();
     if (!resume) {
       STRATA_RETURN_IF_ERROR(store->Set(array->Key(kIncompleteMarkerKey),
                                         EncodeMarker(array->metadata_))
@@ -314,6 +337,11 @@ Result<std::vector<Index>> ZarrArray::StoredChunkIndices() const {
   Shape block;
   for (const std::string& key : keys) {
     std::string_view relative = std::string_view(key).substr(prefix.size());
+    if (relative.starts_with(kFillJournalPrefix)) {
+      STRATA_ASSIGN_OR_RETURN(std::string text, store_->GetString(key));
+      ReadFillJournal(text, grid_.num_blocks(), out);
+      continue;
+    }
     if (!metadata_.ParseChunkKey(relative, block)) continue;
     bool in_grid = static_cast<int>(block.size()) == grid_.rank();
     for (int i = 0; in_grid && i < grid_.rank(); ++i) {
@@ -322,11 +350,109 @@ Result<std::vector<Index>> ZarrArray::StoredChunkIndices() const {
     if (in_grid) out.push_back(LinearIndex(block, grid_.grid_shape()));
   }
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// ---------------------------------------------------------------------------
+// The fill journal.
+
+namespace {
+
+constexpr size_t kFillJournalBatch = 4096;
+constexpr int64_t kFillJournalSeconds = 1;
+
+// "first count" lines, one per run of consecutive indices.
+std::string EncodeFillJournal(std::vector<Index> indices) {
+  std::sort(indices.begin(), indices.end());
+  std::string text;
+  for (size_t i = 0; i < indices.size();) {
+    size_t j = i + 1;
+    while (j < indices.size() && indices[j] <= indices[j - 1] + 1) ++j;
+    text += fmt::format("{} {}\n", indices[i], indices[j - 1] - indices[i] + 1);
+    i = j;
+  }
+  return text;
+}
+
+}  // namespace
+
+void ZarrArray::ReadFillJournal(std::string_view text, Index num_blocks, std::vector<Index>& out) {
+  // Written whole by one Set, so never torn; anything else that does not
+  // parse is not trusted (its chunks are simply written again).
+  std::vector<Index> got;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    if (eol == std::string_view::npos) return;
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol + 1);
+    Index first = 0, count = 0;
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) return;
+    auto [p1, e1] = std::from_chars(line.data(), line.data() + space, first);
+    auto [p2, e2] = std::from_chars(line.data() + space + 1, line.data() + line.size(), count);
+    if (e1 != std::errc() || e2 != std::errc() || p1 != line.data() + space ||
+        p2 != line.data() + line.size() || first < 0 || count < 1 || first > num_blocks - count) {
+      return;
+    }
+    for (Index k = 0; k < count; ++k) got.push_back(first + k);
+  }
+  out.insert(out.end(), got.begin(), got.end());
+}
+
+Status ZarrArray::WriteFillJournal(std::vector<Index> batch) const {
+  if (batch.empty()) return Status::Ok();
+  const std::string key =
+      Key(fmt::format("{}{}-{}-{:016x}-{}", kFillJournalPrefix, ::getpid(), ThisProcessStartTime(),
+                      fill_journal_->nonce, fill_journal_->seq.fetch_add(1)));
+  return store_->Set(key, EncodeFillJournal(std::move(batch)))
+      .WithContext(fmt::format("recording the fill chunks of {}", url()));
+}
+
+Status ZarrArray::NoteFillChunk(std::span<const Index> block) const {
+  if (!fill_journal_) return Status::Ok();
+  FillJournal& j = *fill_journal_;
+  const int64_t now = FillJournal::SteadyNanos();
+  std::vector<Index> batch;
+  {
+    std::lock_guard lock(j.mu);
+    if (j.closed) return Status::Ok();
+    j.pending.push_back(LinearIndex(block, grid_.grid_shape()));
+    if (j.pending.size() < kFillJournalBatch &&
+        now - j.last_write_ns < kFillJournalSeconds * 1'000'000'000) {
+      return Status::Ok();
+    }
+    batch.swap(j.pending);
+    j.last_write_ns = now;
+  }
+  return WriteFillJournal(std::move(batch));
+}
+
+Status ZarrArray::FlushFillJournal() const {
+  if (!fill_journal_) return Status::Ok();
+  std::vector<Index> batch;
+  {
+    std::lock_guard lock(fill_journal_->mu);
+    if (fill_journal_->closed) return Status::Ok();
+    batch.swap(fill_journal_->pending);
+  }
+  return WriteFillJournal(std::move(batch));
 }
 
 Status ZarrArray::Commit() {
   if (!metadata_pending_) return Status::Ok();
+  if (fill_journal_) {
+    // The journal goes before the metadata comes: killed in between, the
+    // array is still incomplete, and a rerun only writes its fill chunks'
+    // tasks again.
+    {
+      std::lock_guard lock(fill_journal_->mu);
+      fill_journal_->closed = true;
+      fill_journal_->pending.clear();
+    }
+    STRATA_RETURN_IF_ERROR(store_->ErasePrefix(Key(kFillJournalPrefix))
+                               .WithContext(fmt::format("finishing {}", url())));
+  }
   for (const auto& [key, text] : metadata_.Encode()) {
     STRATA_RETURN_IF_ERROR(store_->Set(Key(key), text).WithContext(
         fmt::format("writing metadata of {}", url())));
@@ -431,7 +557,10 @@ Status ZarrArray::WriteChunk(std::span<const Index> block, const ConstArrayView&
       << "WriteChunk of " << ShapeToString(data.shape()) << " for block of "
       << ShapeToString(block_shape);
   auto context = [&] { return fmt::format("writing chunk {} of {}", JoinIndices(block, '.'), url()); };
-  if (IsFillChunk(data)) return EraseChunk(block).WithContext(context());
+  if (IsFillChunk(data)) {
+    STRATA_RETURN_IF_ERROR(EraseChunk(block).WithContext(context()));
+    return NoteFillChunk(block);
+  }
   if (block_shape == metadata_.chunk_shape) {
     if (codec_->is_identity() && data.is_contiguous()) {
       return store_->Set(ChunkStoreKey(block), data.bytes()).WithContext(context());
@@ -568,6 +697,8 @@ Result<bool> ZarrArray::ReadBlock(std::span<const Index> block, const ArrayView&
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(shard));
   if (!index || index->entry(inner).missing()) {
     FillArray(out, metadata_.fill_value.bytes);
+    // A shard a concurrent rewrite deleted reads as missing too.
+    if (!index) STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext(context()));
     return false;
   }
   const ShardEntry& e = index->entry(inner);
@@ -591,6 +722,8 @@ Result<bool> ZarrArray::ReadShard(std::span<const Index> block, const ArrayView&
   STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> bytes, GetEncodedChunk(block, pool));
   if (!bytes) {
     FillArray(out, metadata_.fill_value.bytes);
+    STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext(
+        fmt::format("reading {}", ShardName(block))));
     return false;
   }
   const int64_t size = bytes->size();
@@ -665,7 +798,13 @@ Result<std::unique_ptr<ShardWriter>> ZarrArray::BeginShard(std::span<const Index
   STRATA_CHECK(shards_ != nullptr) << "BeginShard of an unsharded array";
   ForgetShardIndex(block);
   return ShardWriter::Begin(shards_, *store_, ChunkStoreKey(block), metadata_.fill_value.bytes,
-                            pool);
+                            pool, /*erase_if_empty=*/!fresh_);
+}
+
+Status ZarrArray::FinishShard(std::span<const Index> block, ShardWriter& writer) const {
+  STRATA_ASSIGN_OR_RETURN(bool written, writer.Finish());
+  if (!written) return NoteFillChunk(block);
+  return Status::Ok();
 }
 
 Status ZarrArray::WriteShard(std::span<const Index> block, const ConstArrayView& data,
@@ -696,7 +835,7 @@ Status ZarrArray::WriteShard(std::span<const Index> block, const ConstArrayView&
     }
     if (!s.ok()) return s.WithContext(context());
   }
-  return (*writer)->Finish().status().WithContext(context());
+  return FinishShard(block, **writer).WithContext(context());
 }
 
 Status ZarrArray::UpdateShard(std::span<const Index> block, const Box& part,
@@ -748,7 +887,7 @@ Status ZarrArray::UpdateShard(std::span<const Index> block, const Box& part,
               chunk.view().Slice(Translate(touched, inner.origin)));
     STRATA_RETURN_IF_ERROR(writer->Add(j, chunk.view()).WithContext(context()));
   }
-  return writer->Finish().status().WithContext(context());
+  return FinishShard(block, *writer).WithContext(context());
 }
 
 Status ZarrArray::ForEachBlockIn(

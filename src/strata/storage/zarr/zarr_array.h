@@ -10,6 +10,14 @@
 //       interrupted run never leaves output that looks finished. Creating over
 //       an incomplete array with the same metadata resumes it.
 //
+// Chunks equal to the fill value are not stored (zarr-python's
+// write_empty_chunks=False), so an absent chunk of an incomplete array may be
+// one not written yet or one found to be all fill. To tell them apart on
+// resume, an incomplete array records the chunks it skipped as fill in a
+// journal under `.strata-fill/` (batched: one small object per 4096 chunks
+// or per second, and what is pending when a run fails); Commit() removes it
+// before writing the metadata. StoredChunkIndices() counts both.
+//
 // Missing chunks read as the fill value. Edge chunks are stored at the full
 // chunk shape (as Zarr requires) and padded with the fill value on write.
 //
@@ -48,6 +56,8 @@
 namespace strata {
 
 inline constexpr std::string_view kIncompleteMarkerKey = ".strata-incomplete";
+// Under an incomplete array: the fill journal (see ZarrArray::Create).
+inline constexpr std::string_view kFillJournalPrefix = ".strata-fill/";
 
 class ZarrArray {
  public:
@@ -85,10 +95,20 @@ class ZarrArray {
   // array made by Create or OpenForAppend; a no-op for an array only opened).
   Status Commit();
 
-  // Block coordinates of every stored chunk (shards of a sharded array): the
-  // chunks a resumed write finds already complete (chunk objects are written
-  // atomically, so one that exists is whole).
+  // Linear indices (sorted, in grid()) of every chunk already complete: the
+  // stored chunks (shards of a sharded array; objects are renamed into place,
+  // so one that exists is whole; temporary files are not keys) and those the
+  // fill journal records as all fill value. What a resumed write skips.
   Result<std::vector<Index>> StoredChunkIndices() const;
+
+  // Writes what the fill journal holds in memory (chunks skipped as fill
+  // since its last write), so that a rerun after a failed run knows them
+  // done. OK when there is nothing to write or no journal.
+  Status FlushFillJournal() const;
+
+  // Finishes shard `block` (from BeginShard): stored, or, with no inner
+  // chunk but fill values, not stored and recorded as fill.
+  Status FinishShard(std::span<const Index> block, ShardWriter& writer) const;
 
   const ArrayMetadata& metadata() const { return metadata_; }
   // The grid of stored chunks (shards, for a sharded array).
@@ -233,6 +253,14 @@ class ZarrArray {
   // Commit() writes metadata (Create, OpenForAppend).
   bool metadata_pending_ = false;
   bool resumed_ = false;
+  // Incomplete arrays (Create with deferred metadata): chunks not stored
+  // because they are all fill value, not yet written to the journal.
+  struct FillJournal;
+  std::shared_ptr<FillJournal> fill_journal_;  // null otherwise
+  Status NoteFillChunk(std::span<const Index> block) const;
+  Status WriteFillJournal(std::vector<Index> batch) const;
+  // Appends the chunk indices a journal object records (below num_blocks).
+  static void ReadFillJournal(std::string_view text, Index num_blocks, std::vector<Index>& out);
   // Decoded shard indexes, most recently used last (a few hundred at most).
   static constexpr size_t kIndexCacheEntries = 256;
   mutable std::mutex index_mu_;
