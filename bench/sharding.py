@@ -141,7 +141,8 @@ def main():
             case["checks"] = checks
             if case_name == "copy":
                 sharded_out = outs[sharded]
-                # Keep the last sharded output for the partial-read figure.
+                # A fresh sharded output for the partial-read figure.
+                P.remove_path(sharded_out)
                 subprocess.run([args.strata] + [a.replace("{dst}", sharded_out)
                                                 for a in workloads[0][1]], check=True)
         # Partial reads: 1% of the elements, aligned and not.
