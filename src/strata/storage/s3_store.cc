@@ -1122,7 +1122,13 @@ Result<Store::Suffix> S3Store::GetSuffix(std::string_view key, int64_t length, M
   BufferSink sink(pool, request.what);
   STRATA_ASSIGN_OR_RETURN(Client::Response response, client_->Execute(request, &sink));
   if (response.status == 206 && response.range_total) {
-    return Suffix{sink.Take(), *response.range_total};
+    // Some servers (s3rver) answer "bytes=-N" with bytes 0..N: a body that is
+    // not the suffix's length is not the suffix.
+    Buffer body = sink.Take();
+    if (body.size() == std::min(length, *response.range_total)) {
+      return Suffix{std::move(body), *response.range_total};
+    }
+    return Store::GetSuffix(key, length, pool);
   }
   if (response.status == 200) {
     // The whole object (shorter than the suffix, or the server ignores
