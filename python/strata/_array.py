@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _core
 from ._core import _strata
+from ._numpy_dispatch import NumpyMethods
 
 
 def _wrap(handle):
@@ -70,14 +71,14 @@ def _inplace(name, symbol):
     return op
 
 
-class Array:
-    """A lazy chunked array (strata.Array). See the package docstring."""
+class Array(NumpyMethods):
+    """A lazy chunked array (strata.Array). See the package docstring.
+
+    numpy's protocols (__array_ufunc__, __array_function__) and the ndarray
+    methods numpy-written code calls come from NumpyMethods
+    (_numpy_dispatch.py): numpy functions on an Array build lazy Arrays."""
 
     __slots__ = ("_h", "__weakref__")
-
-    # numpy defers to Array for `ndarray (op) Array` (no __array_ufunc__ yet;
-    # issue 19 adds NEP-18 support).
-    __array_ufunc__ = None
 
     def __init__(self, *args, **kwargs):
         raise TypeError("strata.Array is not built directly: use strata.asarray, "
@@ -335,7 +336,9 @@ class Array:
     def rechunk(self, chunks):
         return _wrap(_strata.rechunk(self._h, _core.chunks_arg(chunks, self.ndim)))
 
-    def astype(self, dtype, /, *, copy=True):
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """numpy's ndarray.astype (xarray calls it with keywords); order,
+        casting and subok are numpy's and change nothing here."""
         from ._functions import astype
         return astype(self, dtype, copy=copy)
 
