@@ -32,21 +32,31 @@ def from_zarr(store, path=None, spec=None):
     return _wrap(_strata.from_zarr(_location(store, path, "from_zarr"), spec_arg(spec)))
 
 
-def _to_zarr_handle(x, store, path, overwrite, zarr_format, codec, attrs):
+def _to_zarr_handle(x, store, path, overwrite, zarr_format, codec, attrs, fill_value=None,
+                    dimension_names=None):
     if not isinstance(x, Array):
         raise TypeError(f"to_zarr: expected a strata.Array, got {type(x).__name__}")
+    if dimension_names is not None:
+        dimension_names = [None if n is None else str(n) for n in dimension_names]
+        if len(dimension_names) != x.ndim:
+            raise ValueError(f"to_zarr: {len(dimension_names)} dimension_names for an array of "
+                             f"{x.ndim} dimensions")
     return _strata.to_zarr(x._h, _location(store, path, "to_zarr"), codec, int(zarr_format),
-                           bool(overwrite), json.dumps(attrs or {}))
+                           bool(overwrite), json.dumps(attrs or {}), fill_value,
+                           dimension_names)
 
 
 def to_zarr(x, store, path=None, *, compute=True, overwrite=False, zarr_format=2, codec=None,
-            attrs=None, **compute_kwargs):
+            attrs=None, fill_value=None, dimension_names=None, **compute_kwargs):
     """Writes x to a Zarr array at `store` (a path or s3:// URL).
 
     With compute=False returns a lazy handle to pass to strata.compute (with
     other arrays, sharing their inputs). codec is the CLI's syntax
-    ("zstd:level=3", "none"; default blosc lz4)."""
-    handle = _wrap(_to_zarr_handle(x, store, path, overwrite, zarr_format, codec, attrs))
+    ("zstd:level=3", "none"; default blosc lz4). fill_value: the array's Zarr
+    fill value (default 0; "null" for Zarr v2's null, which writes every
+    chunk). dimension_names: Zarr v3's names per axis."""
+    handle = _wrap(_to_zarr_handle(x, store, path, overwrite, zarr_format, codec, attrs,
+                                   fill_value, dimension_names))
     if not compute:
         return handle
     from ._compute import compute as _compute

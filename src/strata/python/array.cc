@@ -9,6 +9,7 @@
 #include "strata/core/kernels/elementwise.h"
 #include "strata/python/binding.h"
 #include "strata/storage/codec/codec_spec.h"
+#include "strata/storage/zarr/metadata.h"
 
 namespace strata::python {
 namespace {
@@ -195,9 +196,37 @@ std::vector<SubscriptTerm> ToTerms(py::tuple key) {
   return terms;
 }
 
+// fill_value: None (zero), a number (of x's dtype), or "null" (Zarr v2's
+// null: every chunk is written). dimension_names: names or None per axis
+// (Zarr v3's dimension_names; ignored for v2, which keeps them in the
+// _ARRAY_DIMENSIONS attribute).
 Array ToZarr(const Array& x, const std::string& path, py::object codec, int zarr_format,
-             bool overwrite, const std::string& attributes_json) {
+             bool overwrite, const std::string& attributes_json, py::object fill_value,
+             py::object dimension_names) {
   ToZarrOptions options;
+  if (py::isinstance<py::str>(fill_value)) {
+    if (fill_value.cast<std::string>() != "null") {
+      throw py::value_error("to_zarr: fill_value must be a number, None or \"null\"");
+    }
+    options.fill_value = FillValue{{}, /*is_null=*/true};
+  } else if (!fill_value.is_none()) {
+    if (!py::isinstance<py::bool_>(fill_value) && !py::isinstance<py::int_>(fill_value) &&
+        !py::isinstance<py::float_>(fill_value)) {
+      throw py::type_error(
+          fmt::format("to_zarr: fill_value must be a real number, None or "
+                      "\"null\", not {}",
+                      std::string(py::str(py::type::of(fill_value).attr("__name__")))));
+    }
+    if (x.ok()) options.fill_value = MakeFillValue(x.dtype(), fill_value.cast<double>());
+  }
+  if (!dimension_names.is_none()) {
+    std::vector<std::optional<std::string>> names;
+    for (py::handle n : dimension_names) {
+      names.push_back(n.is_none() ? std::nullopt
+                                  : std::optional<std::string>(n.cast<std::string>()));
+    }
+    options.dimension_names = std::move(names);
+  }
   if (!codec.is_none()) {
     std::string text = codec.cast<std::string>();
     if (text == "none") {
@@ -414,7 +443,8 @@ void RegisterArray(py::module_& m) {
   });
   m.def("to_zarr", &ToZarr, py::arg("x"), py::arg("path"), py::arg("codec") = py::none(),
         py::arg("zarr_format") = 2, py::arg("overwrite") = false,
-        py::arg("attributes_json") = "{}");
+        py::arg("attributes_json") = "{}", py::arg("fill_value") = py::none(),
+        py::arg("dimension_names") = py::none());
 }
 
 }  // namespace strata::python
