@@ -19,6 +19,8 @@ packages=(
   # the dask executor (issue 20) and its tests
   python3-distributed python3-cloudpickle
   python3-dev pybind11-dev python3-hypothesis python3-tqdm graphviz
+  # strata.xarray and its tests (Debian's xarray 2023.01, with pandas)
+  python3-xarray python3-pandas
 )
 
 missing=()

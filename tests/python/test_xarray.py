@@ -1,0 +1,540 @@
+"""xarray on Strata (issue 19): strata.Array as xarray 2023.01's duck array,
+strata.xarray.open_zarr, and the .strata accessor.
+
+Every xarray operation below is checked twice: it stays lazy (the counter of
+strata computes stays 0 until .strata.compute()) and it equals the same
+operation on numpy-backed xarray (values, NaNs, dtypes, coordinates and
+attributes). Operations whose strata function arrives with issue 16 are
+checked to raise NotImplementedError naming the numpy function until that
+function is bound, and to be lazy and equal once it is."""
+import json
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import strata
+import strata.xarray as sx
+
+xr = pytest.importorskip("xarray")
+
+warnings.filterwarnings("ignore", category=RuntimeWarning)
+
+
+@pytest.fixture
+def computes(monkeypatch):
+    """The number of strata computes run (every path to the engine's compute
+    goes through _strata.compute: Array.compute, __array__, bool(), ...)."""
+    count = [0]
+    real = strata._core._strata.compute
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+    monkeypatch.setattr(strata._core._strata, "compute", counting)
+
+    class Counter:
+        @property
+        def n(self):
+            return count[0]
+
+        def reset(self):
+            count[0] = 0
+    return Counter()
+
+
+def sample(rng, spec=None):
+    """A numpy-backed DataArray with NaNs (one all-NaN column) and the same
+    over a chunked strata array."""
+    data = rng.normal(280.0, 5.0, size=(8, 5, 6))
+    data[rng.random(data.shape) < 0.1] = np.nan
+    data[:, 2, 3] = np.nan
+    coords = {"time": pd.date_range("2001-01-01", periods=8, freq="MS"),
+              "lat": np.linspace(-40.0, 40.0, 5), "lon": np.arange(6) * 60.0,
+              "country": ("lon", np.array(["fr", "de", "fr", "it", "de", "fr"]))}
+    attrs = {"units": "K"}
+    npda = xr.DataArray(data, dims=("time", "lat", "lon"), coords=coords, name="t", attrs=attrs)
+    sda = xr.DataArray(strata.asarray(data, chunks=(3, 2, 4), spec=spec), dims=npda.dims,
+                       coords=coords, name="t", attrs=attrs)
+    return npda, sda
+
+
+def weights(d):
+    return xr.DataArray(np.cos(np.deg2rad(d.lat.values)), dims="lat", coords={"lat": d.lat})
+
+
+def assert_lazy(obj):
+    if isinstance(obj, xr.Dataset):
+        for v in obj.data_vars.values():
+            assert isinstance(v.data, strata.Array), v
+    else:
+        assert isinstance(obj.data, strata.Array), type(obj.data)
+
+
+def assert_same(actual, expected, computes):
+    """actual (strata-backed) computed in one compute equals expected."""
+    computes.reset()
+    got = actual.strata.compute()
+    assert computes.n == 1
+    assert not isinstance(got.data if isinstance(got, xr.DataArray) else
+                          next(iter(got.data_vars.values())).data, strata.Array)
+    xr.testing.assert_allclose(got, expected, rtol=1e-10)
+    assert got.dtype == expected.dtype if isinstance(got, xr.DataArray) else True
+    xr.testing.assert_identical(got.coords.to_dataset(), expected.coords.to_dataset())
+    assert got.attrs == expected.attrs
+
+
+# Operations that are lazy and equal with the strata functions on main.
+LAZY = {
+    "isel slices": lambda d: d.isel(time=slice(1, 6, 2), lat=0),
+    "isel list": lambda d: d.isel(lon=[0, 2, 5]),
+    "isel negative step": lambda d: d.isel(lat=slice(None, None, -1)),
+    "sel labels": lambda d: d.sel(lat=slice(-20, 20), time="2001-03"),
+    "sel nearest": lambda d: d.sel(lat=3.1, lon=130, method="nearest"),
+    "sel nearest list": lambda d: d.sel(lat=[3.1, -39, 21], method="nearest"),
+    "arithmetic": lambda d: (d * 2 + 1) / 3 - d ** 2 + 1.5 // d,
+    "numpy ufuncs": lambda d: np.sqrt(np.abs(d)) + np.exp(-d / 300) + np.maximum(d, 280.0),
+    "numpy on ndarray and Array": lambda d: np.ones(6) * d,
+    "comparison": lambda d: (d > 280) & (d <= 285) | ~(d != d),
+    "apply_ufunc": lambda d: xr.apply_ufunc(np.sin, d),
+    "where": lambda d: d.where(d > 280),
+    "where other": lambda d: d.where(d > 280, -1.0),
+    "xr.where": lambda d: xr.where(d > 280, d, 0.0),
+    "fillna": lambda d: d.fillna(0.0),
+    "isnull": lambda d: d.isnull(),
+    "notnull": lambda d: d.notnull(),
+    "astype": lambda d: d.astype("float32"),
+    "clip": lambda d: d.clip(275, 285),
+    "round": lambda d: d.round(1),
+    "mean": lambda d: d.mean("time"),
+    "mean all": lambda d: d.mean(),
+    "mean skipna=False": lambda d: d.mean("lat", skipna=False),
+    "sum": lambda d: d.sum(["lat", "lon"]),
+    "sum min_count": lambda d: d.sum("time", min_count=7),
+    "max": lambda d: d.max("lat"),
+    "min": lambda d: d.min(["time", "lon"]),
+    "std": lambda d: d.std("time"),
+    "std ddof": lambda d: d.std("time", ddof=1),
+    "var": lambda d: d.var("lon"),
+    "prod": lambda d: (d / 280).prod("lat"),
+    "count": lambda d: d.count("time"),
+    "anomaly": lambda d: d - d.mean("time"),
+    "groupby anomaly": lambda d: d.groupby("time.season") - d.groupby("time.season").mean(),
+    "groupby mean (xarray's, op per group)": lambda d: d.groupby("time.season").mean(),
+    "resample": lambda d: d.resample(time="3MS").mean(),
+    "coarsen": lambda d: d.coarsen(time=2).mean(),
+    "rolling": lambda d: d.rolling(time=3).mean(),
+    "rolling center": lambda d: d.rolling(time=3, center=True, min_periods=1).sum(),
+    "diff": lambda d: d.diff("time"),
+    "shift": lambda d: d.shift(time=2),
+    "roll": lambda d: d.roll(lon=2, roll_coords=False),
+    "pad": lambda d: d.pad(time=(1, 2)),
+    "weighted mean": lambda d: d.weighted(weights(d)).mean("lat"),
+    "weighted sum": lambda d: d.weighted(weights(d)).sum(["lat", "lon"]),
+    "concat": lambda d: xr.concat([d, d * 2], dim="time"),
+    "concat new dim": lambda d: xr.concat([d, d + 1], dim="run"),
+    "dot": lambda d: xr.dot(d, d, dims="lon"),
+    "dot weights": lambda d: xr.dot(d.fillna(0), weights(d)),
+    "transpose": lambda d: d.transpose("lon", "time", "lat"),
+    "stack": lambda d: d.stack(z=("lat", "lon")),
+    "reindex": lambda d: d.reindex(lat=[-40.0, 0.0, 99.0]),
+    "broadcast": lambda d: xr.broadcast(d.isel(time=0), d.isel(lat=0))[0],
+    "expand_dims": lambda d: d.expand_dims(run=2),
+    "squeeze": lambda d: d.isel(lat=[1]).squeeze("lat"),
+    "dataset": lambda d: xr.Dataset({"t": d, "u": d * 2}).mean("time"),
+    "dataset arithmetic": lambda d: xr.Dataset({"t": d}) - xr.Dataset({"t": d}).mean(),
+}
+
+def has_pointwise_indexing():
+    """Whether strata.Array takes numpy's advanced indexing with integer
+    arrays on several axes (issue 16)."""
+    x = strata.asarray(np.zeros((2, 2)))
+    try:
+        x[np.array([0, 1]), np.array([1, 0])]
+    except IndexError:
+        return False
+    return True
+
+
+# Operations whose strata function is issue 16's: (operation, the strata
+# functions they need, the numpy function the error names).
+NEEDS_ISSUE_16 = {
+    "isel two lists": (lambda d: d.isel(lat=[0, 2, 4], lon=[1, 3]), has_pointwise_indexing,
+                       None),
+    "sel pointwise": (lambda d: d.sel(lat=xr.DataArray([3.1, -39.0], dims="p"),
+                                      lon=xr.DataArray([130.0, 10.0], dims="p"),
+                                      method="nearest"), has_pointwise_indexing, None),
+    "median": (lambda d: d.median("time"), ("nanmedian",), "numpy.nanmedian"),
+    "quantile": (lambda d: d.quantile(0.5, dim="time"), ("nanquantile",), "numpy.nanquantile"),
+    "argmax": (lambda d: d.argmax("lat"), ("nanargmax",), "numpy.nanargmax"),
+    "idxmax": (lambda d: d.fillna(0).idxmax("lat"), ("nanargmax",), "numpy.nanargmax"),
+    "cumsum": (lambda d: d.cumsum("time"), ("cumulative_sum",), "numpy.nancumsum"),
+}
+
+
+@pytest.mark.parametrize("name", list(LAZY))
+def test_lazy_and_equal(name, rng, computes):
+    npda, sda = sample(rng)
+    op = LAZY[name]
+    computes.reset()
+    actual = op(sda)
+    assert computes.n == 0, f"{name} computed {computes.n} times"
+    assert_lazy(actual)
+    assert_same(actual, op(npda), computes)
+
+
+@pytest.mark.parametrize("name", list(NEEDS_ISSUE_16))
+def test_needs_issue_16(name, rng, computes):
+    op, needed, numpy_name = NEEDS_ISSUE_16[name]
+    npda, sda = sample(rng)
+    available = needed() if callable(needed) else all(hasattr(strata, f) for f in needed)
+    computes.reset()
+    if not available:
+        with pytest.raises((NotImplementedError, IndexError)) as e:
+            op(sda)
+        if numpy_name:
+            assert numpy_name in str(e.value)
+        assert computes.n == 0
+        return
+    actual = op(sda)
+    assert computes.n == 0
+    assert_lazy(actual)
+    assert_same(actual, op(npda), computes)
+
+
+def test_repr_is_lazy(rng, computes):
+    _, sda = sample(rng)
+    text = repr(sda) + repr(xr.Dataset({"t": sda})) + sda._repr_html_()
+    assert "strata.Array" in text
+    assert computes.n == 0
+
+
+def test_values_and_xarray_compute(rng, computes):
+    npda, sda = sample(rng)
+    # xarray's compute()/load() keep a duck array as it is (no compute) ...
+    assert isinstance(sda.compute().data, strata.Array)
+    assert computes.n == 0
+    # ... .values computes that one array.
+    np.testing.assert_array_equal(sda.values, npda.values)
+    assert computes.n == 1
+
+
+# ---------------------------------------------------------------- numpy protocols
+
+def test_numpy_functions_build_lazy_arrays(rng, computes):
+    a = rng.normal(size=(6, 4))
+    a[1, 2] = np.nan
+    x = strata.asarray(a, chunks=(4, 3))
+    cases = {
+        "nanmean": (np.nanmean(x, axis=0), np.nanmean(a, axis=0)),
+        "nansum": (np.nansum(x, axis=(0, 1)), np.nansum(a, axis=(0, 1))),
+        "nanmax": (np.nanmax(x, axis=1), np.nanmax(a, axis=1)),
+        "nanmin": (np.nanmin(x), np.nanmin(a)),
+        "nanstd": (np.nanstd(x, axis=0, ddof=1), np.nanstd(a, axis=0, ddof=1)),
+        "nanvar": (np.nanvar(x, axis=1, keepdims=True), np.nanvar(a, axis=1, keepdims=True)),
+        "mean": (np.mean(x, axis=1), np.mean(a, axis=1)),
+        "sum": (np.sum(x, axis=0, keepdims=True), np.sum(a, axis=0, keepdims=True)),
+        "add.reduce": (np.add.reduce(x), np.add.reduce(a)),
+        "maximum.reduce": (np.maximum.reduce(x, axis=1), np.maximum.reduce(a, axis=1)),
+        "moveaxis": (np.moveaxis(x, 0, -1), np.moveaxis(a, 0, -1)),
+        "transpose": (np.transpose(x), np.transpose(a)),
+        "reshape": (np.reshape(x, (4, 6)), np.reshape(a, (4, 6))),
+        "concatenate": (np.concatenate([x, x], axis=1), np.concatenate([a, a], axis=1)),
+        "stack": (np.stack([x, x]), np.stack([a, a])),
+        "where": (np.where(np.isnan(x), 0.0, x), np.where(np.isnan(a), 0.0, a)),
+        "zeros_like": (np.zeros_like(x, dtype=bool), np.zeros_like(a, dtype=bool)),
+        "einsum": (np.einsum("ij,j->i", x, np.ones(4)), np.einsum("ij,j->i", a, np.ones(4))),
+        "einsum batch": (np.einsum("...ij,...ij->...i", x, x),
+                         np.einsum("...ij,...ij->...i", a, a)),
+        "pad": (np.pad(x, [(1, 0), (0, 2)], mode="constant", constant_values=np.nan),
+                np.pad(a, [(1, 0), (0, 2)], mode="constant", constant_values=np.nan)),
+        "sliding_window_view": (
+            np.lib.stride_tricks.sliding_window_view(x, 3, axis=0),
+            np.lib.stride_tricks.sliding_window_view(a, 3, axis=0)),
+        "invert": (np.invert(np.isnan(x)), np.invert(np.isnan(a))),
+        "float32 and a numpy scalar": (np.multiply(x.astype("float32"), np.float64(2.0)),
+                                       np.multiply(a.astype("float32"), np.float64(2.0))),
+        "ndarray + Array": (np.arange(4.0) + x, np.arange(4.0) + a),
+        "isclose": (np.isclose(x, x + 1e-9), np.isclose(a, a + 1e-9)),
+        "diff": (np.diff(x, axis=0), np.diff(a, axis=0)),
+        "round": (np.around(x, 2), np.around(a, 2)),
+    }
+    for name, (lazy, _) in cases.items():
+        assert isinstance(lazy, strata.Array), name
+    assert computes.n == 0
+    for name, (lazy, expected) in cases.items():
+        got = lazy.compute()
+        assert got.dtype == expected.dtype, (name, got.dtype, expected.dtype)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True, err_msg=name)
+    assert np.result_type(x, 1.0) == np.float64
+    assert np.result_type(x.astype("float32"), strata.asarray(np.float64(np.nan))) == \
+        np.float32
+
+
+def test_numpy_refusals_are_clear(rng, computes):
+    x = strata.asarray(rng.normal(size=(4, 4)), chunks=2)
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.add(x, 1, out=np.empty((4, 4)))
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.sum(x, out=np.empty(()))
+    with pytest.raises(NotImplementedError, match="numpy.linalg.svd"):
+        np.linalg.svd(x)
+    with pytest.raises(NotImplementedError, match="numpy.fft.fft"):
+        np.fft.fft(x)
+    with pytest.raises(NotImplementedError, match="numpy.add.outer"):
+        np.add.outer(x, x)
+    with pytest.raises(NotImplementedError, match="numpy.pad"):
+        np.pad(x, 1, mode="bogus" if hasattr(strata, "pad") else "reflect")
+    assert computes.n == 0
+
+
+# ---------------------------------------------------------------- open_zarr
+
+def xarray_dataset(rng):
+    t = rng.normal(280, 5, size=(6, 5, 8))
+    t[rng.random(t.shape) < 0.1] = np.nan
+    return xr.Dataset(
+        {"t": (("time", "lat", "lon"), t, {"units": "K", "long_name": "temperature"}),
+         "packed": (("time", "lat", "lon"), np.where(np.isnan(t), np.nan, t * 10)),
+         "q": (("time", "lat", "lon"), rng.integers(0, 100, size=t.shape).astype("int16")),
+         "f32": (("lat", "lon"), rng.normal(size=(5, 8)).astype("float32")),
+         "land": (("lat", "lon"), rng.random((5, 8)) > 0.5)},
+        coords={"time": pd.date_range("2020-01-01", periods=6, freq="6H"),
+                "lat": np.linspace(-50, 50, 5), "lon": np.arange(8) * 45.0,
+                "station": ("lon", np.arange(8) * 3), "height": 2.0},
+        attrs={"title": "test", "n": 3, "history": ["a", "b"]})
+
+
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_open_zarr_of_xarray_written_dataset(tmp_path, rng, computes, consolidated):
+    ds = xarray_dataset(rng)
+    ds.packed.encoding = {"dtype": "int16", "scale_factor": 0.1, "add_offset": 2800.0,
+                          "_FillValue": -32768}
+    ds.t.encoding = {"chunks": (2, 5, 4)}
+    path = str(tmp_path / "ds.zarr")
+    ds.to_zarr(path, consolidated=consolidated)
+    if not consolidated:
+        assert not os.path.exists(os.path.join(path, ".zmetadata"))
+    computes.reset()
+    ours = sx.open_zarr(path)
+    n_coords = computes.n
+    assert n_coords == 5, "the coordinates are read eagerly, one compute each"
+    for name in ("t", "packed", "q", "f32", "land"):
+        assert isinstance(ours[name].data, strata.Array), name
+    assert ours.t.data.chunksize == (2, 5, 4)
+    assert ours.t.encoding["chunks"] == (2, 5, 4)
+    assert ours.t.encoding["preferred_chunks"] == {"time": 2, "lat": 5, "lon": 4}
+    assert ours.packed.encoding["scale_factor"] == 0.1
+    assert ours.packed.encoding["dtype"] == np.dtype("int16")
+    theirs = xr.open_zarr(path, consolidated=consolidated)
+    for name in theirs.variables:
+        assert ours[name].dtype == theirs[name].dtype, name
+        assert set(ours[name].encoding) == set(theirs[name].encoding), name
+    computes.reset()
+    got = ours.strata.compute()
+    assert computes.n == 1
+    xr.testing.assert_identical(got, theirs.compute())
+
+
+def test_open_zarr_chunks_and_spec(tmp_path, rng, spec):
+    ds = xarray_dataset(rng)
+    path = str(tmp_path / "ds.zarr")
+    ds.to_zarr(path)
+    ours = sx.open_zarr(path, chunks={"time": 4, "lon": -1}, spec=spec)
+    assert ours.t.data.chunksize[0] == 4 and ours.t.data.chunksize[2] == 8
+    assert ours.t.data.spec.allowed_mem == spec.allowed_mem
+    xr.testing.assert_identical(ours.strata.compute(), xr.open_zarr(path).compute())
+    ours = sx.open_zarr(path, drop_variables=["q", "land"], decode_cf=False)
+    assert "q" not in ours and "land" not in ours
+    xr.testing.assert_identical(ours.strata.compute(),
+                                xr.open_zarr(path, decode_cf=False,
+                                             drop_variables=["q", "land"]).compute())
+
+
+def test_open_zarr_bad_input(tmp_path, rng):
+    with pytest.raises(FileNotFoundError, match="no Zarr group"):
+        sx.open_zarr(str(tmp_path / "missing.zarr"))
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ValueError, match="not a Zarr group"):
+        sx.open_zarr(str(tmp_path / "plain"))
+    with pytest.raises(TypeError, match="path"):
+        sx.open_zarr(42)
+    with pytest.raises(NotImplementedError, match="only local paths"):
+        sx.open_zarr("s3://bucket/ifs.zarr")
+    path = str(tmp_path / "nodims.zarr")
+    xarray_dataset(rng).to_zarr(path, consolidated=False)
+    with pytest.raises(ValueError, match="no consolidated metadata"):
+        sx.open_zarr(path, consolidated=True)
+    attrs = os.path.join(path, "t", ".zattrs")
+    with open(attrs) as f:
+        a = json.load(f)
+    del a["_ARRAY_DIMENSIONS"]
+    with open(attrs, "w") as f:
+        json.dump(a, f)
+    with pytest.raises(ValueError, match="'t' has no dimension names"):
+        sx.open_zarr(path)
+    with pytest.raises(TypeError, match="strata.Spec"):
+        sx.open_zarr(path, spec="2GB")
+
+
+# ---------------------------------------------------------------- the accessor
+
+def test_accessor_to_zarr_reads_back_with_xarray(tmp_path, rng, computes):
+    ds = xarray_dataset(rng)
+    path = str(tmp_path / "in.zarr")
+    ds.to_zarr(path)
+    lazy = sx.open_zarr(path)
+    derived = xr.Dataset({"t_c": lazy.t - 273.15, "wind": np.sqrt(lazy.t ** 2 + lazy.packed ** 2),
+                          "q": lazy.q, "land": lazy.land}, attrs=lazy.attrs)
+    derived.t_c.attrs["units"] = "degC"
+    out = str(tmp_path / "out.zarr")
+    computes.reset()
+    derived.strata.to_zarr(out)
+    assert computes.n == 1, "one compute writes every variable and coordinate"
+    back = xr.open_zarr(out)
+    expected = xr.Dataset({"t_c": ds.t - 273.15, "wind": np.sqrt(ds.t ** 2 + ds.packed ** 2),
+                           "q": ds.q, "land": ds.land}, attrs=ds.attrs)
+    expected.t_c.attrs["units"] = "degC"
+    xr.testing.assert_identical(back.compute(), expected)
+    # And strata's own reader agrees.
+    xr.testing.assert_identical(sx.open_zarr(out).strata.compute(), expected)
+    leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".")]
+    assert leftovers == []
+
+
+def test_accessor_to_zarr_modes_and_refusals(tmp_path, rng):
+    npda, sda = sample(rng)
+    out = str(tmp_path / "out.zarr")
+    sda.strata.to_zarr(out)
+    with pytest.raises(FileExistsError, match="mode='w'"):
+        sda.strata.to_zarr(out)
+    (sda * 2).strata.to_zarr(out, mode="w")
+    xr.testing.assert_allclose(xr.open_zarr(out).t.compute(), npda * 2)
+    with pytest.raises(NotImplementedError, match="region"):
+        sda.strata.to_zarr(out, mode="r+", region={"time": slice(0, 2)})
+    with pytest.raises(NotImplementedError, match="append"):
+        sda.strata.to_zarr(out, mode="a", append_dim="time")
+    (tmp_path / "not_zarr").mkdir()
+    (tmp_path / "not_zarr" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a Zarr group"):
+        sda.strata.to_zarr(str(tmp_path / "not_zarr"), mode="w")
+    assert (tmp_path / "not_zarr" / "keep.txt").read_text() == "mine"
+    # A variable strata cannot write fails before anything is written, and
+    # leaves nothing behind.
+    bad = xr.Dataset({"t": sda, "name": ("lon", np.array([{}, 1, 2, 3, 4, 5], dtype=object))})
+    with pytest.raises((TypeError, ValueError), match="'name'"):
+        bad.strata.to_zarr(str(tmp_path / "bad.zarr"))
+    assert not os.path.exists(tmp_path / "bad.zarr")
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_to_zarr_fill_value_and_dimension_names(tmp_path):
+    x = strata.asarray(np.array([[0.0, np.nan], [1.0, 2.0]]), chunks=1)
+    strata.to_zarr(x, str(tmp_path / "a"), fill_value=float("nan"), dimension_names=["y", "x"],
+                   zarr_format=3)
+    with open(tmp_path / "a" / "zarr.json") as f:
+        meta = json.load(f)
+    assert meta["dimension_names"] == ["y", "x"] and meta["fill_value"] == "NaN"
+    np.testing.assert_array_equal(strata.from_zarr(str(tmp_path / "a")).compute(), x.compute())
+    strata.to_zarr(x, str(tmp_path / "b"), fill_value="null")
+    with open(tmp_path / "b" / ".zarray") as f:
+        assert json.load(f)["fill_value"] is None
+    # Every chunk is written when the fill value is null (the zero chunk too).
+    assert sorted(n for n in os.listdir(tmp_path / "b") if not n.startswith(".")) == \
+        ["0.0", "0.1", "1.0", "1.1"]
+    with pytest.raises(ValueError, match="fill_value"):
+        strata.to_zarr(x, str(tmp_path / "c"), fill_value="zero")
+    with pytest.raises(TypeError, match="fill_value"):
+        strata.to_zarr(x, str(tmp_path / "c"), fill_value=[1])
+    with pytest.raises(ValueError, match="dimension_names"):
+        strata.to_zarr(x, str(tmp_path / "c"), dimension_names=["y"])
+
+
+def test_accessor_zarr_v3_round_trip(tmp_path, rng):
+    ds = xarray_dataset(rng)
+    src = str(tmp_path / "in.zarr")
+    ds.to_zarr(src)
+    out = str(tmp_path / "v3.zarr")
+    sx.open_zarr(src).strata.to_zarr(out, zarr_format=3)
+    with open(os.path.join(out, "t", "zarr.json")) as f:
+        assert json.load(f)["dimension_names"] == ["time", "lat", "lon"]
+    for consolidated in (None, False):
+        xr.testing.assert_identical(sx.open_zarr(out, consolidated=consolidated)
+                                    .strata.compute(), xr.open_zarr(src).compute())
+
+
+def test_accessor_compute_to_memory_plan_visualize(tmp_path, rng, computes):
+    npda, sda = sample(rng)
+    ds = xr.Dataset({"a": sda * 2, "b": sda.mean("time")})
+    computes.reset()
+    p = ds.strata.plan()
+    assert p.num_tasks > 0
+    svg = ds.strata.visualize(filename=str(tmp_path / "plan"))
+    assert open(svg).read().lstrip().startswith("<")
+    assert computes.n == 0
+    mem = ds.strata.to_memory()
+    assert computes.n == 1
+    assert isinstance(mem.a.data, strata.Array) and mem.a.data.chunksize == (3, 2, 4)
+    computes.reset()
+    xr.testing.assert_allclose((mem.a + 1).strata.compute(), npda * 2 + 1)
+    assert computes.n == 1
+    with pytest.raises(ValueError, match="no strata-backed"):
+        npda.strata.plan()
+    xr.testing.assert_identical(npda.strata.compute(), npda)
+
+
+# ---------------------------------------------------------------- groupby
+
+def grouped_ops(plan_dict):
+    return [o["op"] for o in plan_dict["ops"] if o["op"].startswith("groupby-") and
+            o["op"].endswith("-partial")]
+
+
+@pytest.mark.parametrize("func", ["sum", "mean", "count", "min", "max", "std", "var"])
+def test_groupby_lowers_to_one_grouped_reduction(func, rng, computes):
+    npda, sda = sample(rng)
+    for obj_np, obj_s in ((npda, sda), (npda.to_dataset(), sda.to_dataset())):
+        computes.reset()
+        lazy = getattr(obj_s.strata.groupby("country"), func)()
+        assert computes.n == 0
+        assert_lazy(lazy)
+        da = lazy if isinstance(lazy, xr.DataArray) else lazy.t
+        assert len(grouped_ops(da.data.plan().to_dict())) == 1
+        expected = getattr(obj_np.groupby("country"), func)()
+        got = lazy.strata.compute()
+        xr.testing.assert_allclose(got, expected, rtol=1e-10)
+        xr.testing.assert_identical(got.coords.to_dataset(), expected.coords.to_dataset())
+    # Over the group dimension and another.
+    got = getattr(sda.strata.groupby("country"), func)(["lon", "time"]).strata.compute()
+    xr.testing.assert_allclose(got, getattr(npda.groupby("country"), func)(["lon", "time"]),
+                               rtol=1e-10)
+
+
+def test_groupby_many_groups_is_still_one_op(rng):
+    n = 366
+    data = rng.normal(size=(n, 3))
+    data[rng.random(data.shape) < 0.2] = np.nan
+    time = pd.date_range("2000-01-01", periods=n, freq="D")
+    npda = xr.DataArray(data, dims=("time", "x"), coords={"time": time})
+    sda = npda.copy(data=strata.asarray(data, chunks=(50, 3)))
+    lazy = sda.strata.groupby("time.dayofyear").mean()
+    assert len(grouped_ops(lazy.data.plan().to_dict())) == 1
+    assert len(lazy.data.plan().to_dict()["ops"]) < 20
+    xr.testing.assert_allclose(lazy.strata.compute(), npda.groupby("time.dayofyear").mean())
+
+
+def test_groupby_labels_with_nan_and_bad_input(rng):
+    npda, sda = sample(rng)
+    label = xr.DataArray([1.0, np.nan, 2.0, 1.0, np.nan, 2.0], dims="lon", name="zone")
+    xr.testing.assert_allclose(sda.strata.groupby(label).mean().strata.compute(),
+                               npda.groupby(label).mean())
+    with pytest.raises(KeyError, match="'nope'"):
+        sda.strata.groupby("nope")
+    with pytest.raises(NotImplementedError, match="2-d group"):
+        sda.strata.groupby(xr.DataArray(np.zeros((5, 6)), dims=("lat", "lon")))
+    with pytest.raises(ValueError, match="must include the group dimension"):
+        sda.strata.groupby("country").mean("time")
+    with pytest.raises(TypeError, match="group must be"):
+        sda.strata.groupby(3)
