@@ -538,3 +538,19 @@ def test_groupby_labels_with_nan_and_bad_input(rng):
         sda.strata.groupby("country").mean("time")
     with pytest.raises(TypeError, match="group must be"):
         sda.strata.groupby(3)
+
+
+# ---------------------------------------------------------------- the example
+
+def test_weather_features_example_smoke(tmp_path, capsys):
+    """examples/weather_features.py end to end at a tiny size: Strata and
+    xarray + Dask give the same group means (the script checks it)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "weather_features.py")
+    spec = importlib.util.spec_from_file_location("weather_features", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main(["--size", "2MB", "--points", "300", "--workers", "2",
+                         "--work-dir", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["agree"] is True and report["countries"] > 1
