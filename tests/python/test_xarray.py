@@ -159,7 +159,9 @@ def has_pointwise_indexing():
 
 
 # Operations whose strata function is issue 16's: (operation, the strata
-# functions they need, the numpy function the error names).
+# functions they need, the numpy function the error names). Not here:
+# idxmax/idxmin, which index a pandas coordinate with the argmax result and
+# so compute it in xarray itself.
 NEEDS_ISSUE_16 = {
     "isel two lists": (lambda d: d.isel(lat=[0, 2, 4], lon=[1, 3]), has_pointwise_indexing,
                        None),
@@ -169,7 +171,6 @@ NEEDS_ISSUE_16 = {
     "median": (lambda d: d.median("time"), ("nanmedian",), "numpy.nanmedian"),
     "quantile": (lambda d: d.quantile(0.5, dim="time"), ("nanquantile",), "numpy.nanquantile"),
     "argmax": (lambda d: d.argmax("lat"), ("nanargmax",), "numpy.nanargmax"),
-    "idxmax": (lambda d: d.fillna(0).idxmax("lat"), ("nanargmax",), "numpy.nanargmax"),
     "cumsum": (lambda d: d.cumsum("time"), ("cumulative_sum",), "numpy.nancumsum"),
 }
 
