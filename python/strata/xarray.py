@@ -212,11 +212,11 @@ def _group_metadata(root, consolidated):
                      "zarr.json)")
 
 
-def _read_coordinate(path, a):
+def _read_coordinate(path, a, spec):
     """A coordinate's values in memory: through strata for numbers, through
     zarr-python (Zarr v2) for the strings strata has no dtype for."""
     if a.dtype.kind in "biufc":
-        return strata.from_zarr(path).compute()
+        return strata.from_zarr(path, spec=spec).compute()
     if a.zarr_format != 2:
         raise TypeError(f"open_zarr: coordinate {a.name!r} has dtype {a.dtype}, which strata "
                         "reads only from Zarr v2 (through zarr-python)")
@@ -334,7 +334,7 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
             encoding["coordinates"] = attrs.pop("coordinates")
         if a.name in coord_names:
             # Coordinates: read now, decoded by xarray itself.
-            values = _read_coordinate(path, a)
+            values = _read_coordinate(path, a, spec)
             var = xr.Variable(a.dims, np.asarray(values), attrs, encoding)
             if decode_cf:
                 var = xr.conventions.decode_cf_variable(
@@ -344,8 +344,9 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
         else:
             if a.dtype.kind not in "biufc":
                 raise TypeError(f"open_zarr: data variable {a.name!r} has dtype {a.dtype}, "
-                                "which strata arrays cannot hold (only coordinates may be "
-                                "strings: they are read into memory)")
+                                "which strata arrays cannot hold (coordinates may be strings: "
+                                "they are read into memory); pass drop_variables="
+                                f"[{a.name!r}] to open the rest")
             x = strata.from_zarr(path, spec=spec)
             if decode_cf:
                 x = _decode_lazy(a.name, x, attrs, encoding, mask_and_scale)
