@@ -100,8 +100,10 @@ def _normalize_axis(axis, ndim, what):
 def _axes_tuple(axis, ndim, what):
     if axis is None:
         return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        return tuple(_normalize_axis(a, ndim, what) for a in axis)
+    # A sequence of axes may come as a tuple, a list, a range or a numpy
+    # array (xarray's vectorized indexing passes the last two to moveaxis).
+    if isinstance(axis, (tuple, list, range)) or np.ndim(axis) > 0:
+        return tuple(_normalize_axis(a, ndim, what) for a in np.asarray(axis).ravel().tolist())
     return (_normalize_axis(axis, ndim, what),)
 
 
