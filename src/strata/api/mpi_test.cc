@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -276,6 +278,49 @@ TEST(MpiTest, ReductionsMatchThreadsByteForByte) {
     EXPECT_EQ(std::memcmp((*got)[i].data(), (*want)[i].data(), (*want)[i].nbytes()), 0)
         << "result " << i;
   }
+}
+
+// A straggler on rank 1 (its first task of the producer past the half
+// sleeps) is backed up on another rank; the backup wins, the straggler's
+// result (a memory-tier block on its rank, or nothing once told) is
+// discarded, and the result is the threads executor's, on every rank.
+TEST(MpiTest, StragglerOnARankIsBackedUpOnAnother) {
+  SharedDir dir;
+  const std::string work = dir.path() + "/work";
+  Spec spec = MpiSpec(TierChoice::kMemory, work);
+  auto expr = [](const Spec& s) {
+    return rechunk(random::random({400, 40}, {20, 40}, 7, s) * 2.0, {400, 2});
+  };
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    static std::atomic<bool> slept{false};
+    if (mpi::Rank() == 1 && attempt == 1 && op.depth == 0 && block[0] >= 12 &&
+        !slept.exchange(true)) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    SlowDown();
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(expr(spec), options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  Result<NDArray> want = compute(expr(ThreadsSpec(spec)));
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_EQ(std::memcmp(got->data(), want->data(), want->nbytes()), 0);
+  if (Rank() != 0) return;  // callbacks run on rank 0
+  EXPECT_GE(rec->summary.backups_won, 1);
+  rec->ExpectWithinBudget();
+  int producers = 0, backups = 0;
+  for (size_t i = 0; i < rec->events.size(); ++i) {
+    const TaskEndEvent& e = rec->events[i];
+    if (rec->depths[i] != 0) continue;
+    ++producers;
+    backups += e.backup ? 1 : 0;
+  }
+  EXPECT_EQ(producers, 20) << "each task once";
+  EXPECT_GE(backups, 1);
+  EXPECT_FALSE(std::filesystem::exists(work)) << "the memory tier made a directory";
 }
 
 // A task that fails (transiently) on one rank is retried on another.

@@ -9,10 +9,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "strata/api/test_util.h"
 #include "strata/base/check.h"
@@ -240,6 +245,159 @@ TEST(ProcessesTest, WorkerErrorsKeepTheirCodeAndAreRetried) {
   bool retried = false;
   for (const TaskEndEvent& e : rec->events) retried |= e.attempts == 2;
   EXPECT_TRUE(retried);
+}
+
+// Child processes of this one (worker processes the executor left).
+int ChildProcesses() {
+  int n = 0;
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid == self) ++n;
+  }
+  return n;
+}
+
+// The rechunk most reliability tests run: a 20-task producer whose blocks
+// (in the memory tier, shared memory) every target task reads.
+Array StragglerCase(const Spec& spec) {
+  return rechunk(random::random({400, 40}, {20, 40}, 7, spec) * 2.0, {400, 2});
+}
+
+NDArray ThreadsReference(const std::string& work_dir) {
+  Spec spec = MakeSpec(ExecutorKind::kThreads, TierChoice::kMemory, work_dir);
+  Result<NDArray> want = compute(StragglerCase(spec));
+  EXPECT_TRUE(want.ok()) << want.status().ToString();
+  return want.ok() ? std::move(want).value() : NDArray();
+}
+
+// A worker stuck for good in a task (an infinite sleep: alive, so its
+// heartbeat goes on) is overtaken by the task's backup on the other worker;
+// the compute ends without waiting for it, and the stuck worker is killed
+// and reaped at the end. Nothing is left in /dev/shm, work_dir or the
+// process table.
+TEST(ProcessesTest, BackupOvertakesAWorkerStuckForGood) {
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  const NDArray want = ThreadsReference(dir.path() + "/work");
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && op.depth == 0 && block[0] == 13) {
+      while (true) ::pause();  // in the worker process
+    }
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(StragglerCase(spec), options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->nbytes(), want.nbytes());
+  EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.nbytes()));
+  rec->ExpectWithinBudget();
+  EXPECT_GE(rec->summary.backups_won, 1);
+  EXPECT_EQ(rec->summary.hung_workers_killed, 0) << "a live worker is not hung";
+  int producers = 0;
+  for (size_t i = 0; i < rec->events.size(); ++i) {
+    const TaskEndEvent& e = rec->events[i];
+    if (rec->depths[i] != 0) continue;
+    ++producers;
+    if (e.block[0] == 13) {
+      EXPECT_TRUE(e.backup);
+    }
+  }
+  EXPECT_EQ(producers, 20);
+  EXPECT_EQ(ChildProcesses(), 0);
+  ExpectEmptyWorkDir(spec.work_dir);
+  EXPECT_EQ(DevShm(), shm_before);
+}
+
+// A worker that stops (SIGSTOP: its heartbeat thread stops too) is killed
+// after heartbeat_timeout and its task retried on the other worker.
+TEST(ProcessesTest, HungWorkerIsKilledAndItsTaskRetried) {
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  const NDArray want = ThreadsReference(dir.path() + "/work");
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  spec.backup_tasks = false;  // the hung worker alone must end it
+  spec.heartbeat_timeout = 1.0;
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && op.depth > 0 && block[1] == 3) ::raise(SIGSTOP);
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(StragglerCase(spec), options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->nbytes(), want.nbytes());
+  EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.nbytes()));
+  rec->ExpectWithinBudget();
+  EXPECT_EQ(rec->summary.hung_workers_killed, 1);
+  bool retried = false;
+  for (size_t i = 0; i < rec->events.size(); ++i) {
+    const TaskEndEvent& e = rec->events[i];
+    if (rec->depths[i] > 0 && e.block[1] == 3) retried = e.attempts == 2;
+  }
+  EXPECT_TRUE(retried);
+  EXPECT_EQ(ChildProcesses(), 0);
+  ExpectEmptyWorkDir(spec.work_dir);
+  EXPECT_EQ(DevShm(), shm_before);
+}
+
+// A task that runs for several heartbeat timeouts is not a hung worker.
+TEST(ProcessesTest, LongTaskIsNotMistakenForAHungWorker) {
+  TempDir dir;
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  spec.backup_tasks = false;
+  spec.heartbeat_timeout = 0.5;
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (attempt == 1 && op.depth > 0 && block[1] == 3) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    return Status::Ok();
+  };
+  Result<NDArray> got = compute(StragglerCase(spec), options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(rec->summary.hung_workers_killed, 0);
+  for (const TaskEndEvent& e : rec->events) EXPECT_EQ(e.attempts, 1);
+}
+
+// Every worker stops: each is killed in turn and the compute fails with an
+// error that says so, instead of hanging.
+TEST(ProcessesTest, AllWorkersHungFailsInsteadOfHanging) {
+  TempDir dir;
+  const std::set<std::string> shm_before = DevShm();
+  Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
+  spec.backup_tasks = false;
+  spec.heartbeat_timeout = 1.0;
+  spec.retries = 5;
+  ComputeOptions options;
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index>, int) {
+    if (op.depth > 0) ::raise(SIGSTOP);
+    return Status::Ok();
+  };
+  Result<NDArray> r = compute(StragglerCase(spec), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("all 2 worker processes died"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("sent no heartbeat"), std::string_view::npos)
+      << r.status().ToString();
+  EXPECT_EQ(ChildProcesses(), 0);
+  ExpectEmptyWorkDir(spec.work_dir);
+  EXPECT_EQ(DevShm(), shm_before);
 }
 
 // The memory tier of the processes executor on its own, over a store of

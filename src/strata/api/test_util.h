@@ -31,7 +31,10 @@ inline Spec SmallSpec(ExecutorKind executor = ExecutorKind::kThreads, int worker
 // Records task events; checks measured <= projected <= allowed.
 class RecordingCallback : public Callback {
  public:
-  void OnTaskEnd(const TaskEndEvent& e) override { events.push_back(e); }
+  void OnTaskEnd(const TaskEndEvent& e) override {
+    events.push_back(e);
+    depths.push_back(e.op->depth);  // e.op is valid only during the callback
+  }
   void OnComputeEnd(const Plan& plan, const Status& status, const ComputeSummary& s) override {
     summary = s;
     allowed = plan.spec().allowed_mem;
@@ -47,6 +50,7 @@ class RecordingCallback : public Callback {
     }
   }
   std::vector<TaskEndEvent> events;
+  std::vector<int> depths;  // of each event's op
   ComputeSummary summary;
   int64_t allowed = 0;
 };

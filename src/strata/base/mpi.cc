@@ -222,6 +222,22 @@ Status PendingSend::Finish() {
   return first;
 }
 
+Result<bool> PendingSend::Test() {
+  if (!requests_) return true;
+  for (MPI_Request& r : requests_->pieces) {
+    if (r == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    STRATA_MPI_CALL(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Isend");
+    if (!done) return false;
+  }
+  requests_.reset();
+  return true;
+}
+
+void Abort(int code) {
+  MPI_Abort(comm != MPI_COMM_NULL ? comm : MPI_COMM_WORLD, code);
+}
+
 Result<PendingSend> StartSend(int dest, int tag, std::span<const std::byte> data) {
   STRATA_RETURN_IF_ERROR(CheckActive());
   PendingSend send;
@@ -321,6 +337,8 @@ PendingSend::PendingSend(PendingSend&&) noexcept = default;
 PendingSend& PendingSend::operator=(PendingSend&&) noexcept = default;
 PendingSend::~PendingSend() = default;
 Status PendingSend::Finish() { return Status::Ok(); }
+Result<bool> PendingSend::Test() { return true; }
+void Abort(int) {}
 Result<PendingSend> StartSend(int, int, std::span<const std::byte>) { return NotBuilt(); }
 Result<std::vector<std::byte>> ReceiveAny(int, int, int*) { return NotBuilt(); }
 Result<bool> TryReceiveAny(int, int, int*, std::vector<std::byte>*) { return NotBuilt(); }

@@ -79,6 +79,9 @@ class PendingSend {
   PendingSend& operator=(PendingSend&&) noexcept;
   ~PendingSend();
   Status Finish();
+  // True once every piece has gone (Finish then returns at once); errors as
+  // Finish's.
+  Result<bool> Test();
 
  private:
   friend Result<PendingSend> StartSend(int dest, int tag, std::span<const std::byte> data);
@@ -95,6 +98,11 @@ Status Receive(int source, int tag, std::span<std::byte> out);
 Result<std::vector<std::byte>> ReceiveAny(int source, int tag, int* from);
 // Like ReceiveAny, but returns false at once when nothing is waiting.
 Result<bool> TryReceiveAny(int source, int tag, int* from, std::vector<std::byte>* out);
+
+// Ends the whole job (MPI_Abort on Strata's communicator) with exit code
+// `code`: for a rank that cannot go on and cannot tell the others in any
+// other way (a hung rank). Returns only without MPI.
+void Abort(int code);
 
 // Collective: root's bytes to every rank.
 Status Broadcast(std::span<std::byte> data, int root);

@@ -124,6 +124,15 @@ Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
   if (spec.retries < 0 || spec.retries > 100) {
     return InvalidArgumentError(fmt::format("retries must be 0..100, got {}", spec.retries));
   }
+  if (!(spec.backup_slowdown > 1.0 && spec.backup_slowdown <= 1e6)) {
+    return InvalidArgumentError(fmt::format(
+        "backup_slowdown must be more than 1 (a multiple of the median task time), got {}",
+        spec.backup_slowdown));
+  }
+  if (!(spec.heartbeat_timeout > 0 && spec.heartbeat_timeout <= 86400)) {
+    return InvalidArgumentError(fmt::format(
+        "heartbeat_timeout must be more than 0 and at most 86400 seconds, got {}", spec.heartbeat_timeout));
+  }
   r.executor = spec.executor;
   r.workers = spec.workers > 0 ? spec.workers : AvailableCores();
   if (r.executor == ExecutorKind::kInline) r.workers = 1;
@@ -132,6 +141,9 @@ Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
   r.tier = spec.tier;
   r.object_store_url = spec.object_store_url;
   r.retries = spec.retries;
+  r.backup_tasks = spec.backup_tasks;
+  r.backup_slowdown = spec.backup_slowdown;
+  r.heartbeat_timeout = spec.heartbeat_timeout;
   r.fuse = spec.fuse;
   if (r.tier == TierChoice::kObject && r.object_store_url.empty()) {
     return InvalidArgumentError("tier 'object' needs an object store URL (object_store_url)");

@@ -77,6 +77,19 @@ struct Spec {
   std::string object_store_url;
   // Retries of a task after a transient (retryable) error.
   int retries = 2;
+  // Straggler backups: a task running longer than backup_slowdown x the
+  // median time of its op's completed tasks, once half the tasks of an op of
+  // at least 10 are done, gets a second attempt on another worker; the first
+  // to finish wins and the other's result is discarded (threads, processes,
+  // mpi; the inline executor has one worker).
+  bool backup_tasks = true;
+  double backup_slowdown = 3.0;
+  // processes and mpi: a worker whose heartbeat (sent by a thread of its
+  // own, so a long task is not mistaken for a hung one) stops for this many
+  // seconds is hung. A worker process is killed and its task retried on
+  // another; under mpi, which cannot lose a rank, the job ends with an
+  // error naming the rank.
+  double heartbeat_timeout = 60;
   // Optimizer passes (each can be switched off; see plan/planner.h).
   bool fuse = true;
   // The dask executor: the address of the scheduler the arrays compute on
@@ -95,6 +108,9 @@ struct ResolvedSpec {
   TierChoice tier = TierChoice::kAuto;
   std::string object_store_url;
   int retries = 2;
+  bool backup_tasks = true;
+  double backup_slowdown = 3.0;
+  double heartbeat_timeout = 60;
   bool fuse = true;
   // What was adjusted, for the caller to show (e.g. a total_system_mem larger
   // than the machine's memory, lowered to it).
@@ -102,7 +118,8 @@ struct ResolvedSpec {
 };
 
 // InvalidArgument naming the setting at fault (bad size text, allowed_mem <=
-// reserved_mem, allowed_mem > total_system_mem, workers < 0, retries < 0).
+// reserved_mem, allowed_mem > total_system_mem, workers < 0, retries < 0,
+// backup_slowdown <= 1, heartbeat_timeout <= 0).
 // Under the mpi executor this is collective (total_system_mem is summed over
 // the ranks' hosts): plan() calls it once, and the plan carries the result.
 Result<ResolvedSpec> ResolveSpec(const Spec& spec);

@@ -66,6 +66,7 @@ void HistoryCallback::OnTaskEnd(const TaskEndEvent& e) {
                       {"worker", e.worker}};
   if (e.worker_rss > 0) j["worker_rss"] = e.worker_rss;
   if (e.skipped) j["skipped"] = true;
+  if (e.backup) j["backup"] = true;
   fmt::print(file_, "{}\n", j.dump());
 }
 
@@ -93,7 +94,10 @@ void HistoryCallback::OnComputeEnd(const Plan& plan, const Status& status,
                       {"tasks", s.tasks},
                       {"peak_pool_bytes", s.peak_pool_bytes},
                       {"intermediate_bytes_written", s.intermediate_bytes_written},
-                      {"peak_resident_intermediate_bytes", s.peak_resident_intermediate_bytes}};
+                      {"peak_resident_intermediate_bytes", s.peak_resident_intermediate_bytes},
+                      {"backup_attempts", s.backup_attempts},
+                      {"backups_won", s.backups_won},
+                      {"hung_workers_killed", s.hung_workers_killed}};
   if (!s.rank_peak_pool_bytes.empty()) {
     j["rank_peak_pool_bytes"] = s.rank_peak_pool_bytes;
     j["rank_memory_share"] = s.rank_memory_share;

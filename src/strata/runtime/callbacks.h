@@ -37,6 +37,7 @@ struct TaskEndEvent {
   int worker = 0;
   // A store task of a resumed run whose chunk was already complete.
   bool skipped = false;
+  bool backup = false;  // the winning attempt was a backup of a straggler
 };
 
 struct ComputeSummary {
@@ -53,6 +54,11 @@ struct ComputeSummary {
   std::vector<int64_t> rank_memory_share;
   // mpi executor: block bytes that travelled between ranks.
   int64_t bytes_between_ranks = 0;
+  // Backups of stragglers started, and those that finished first.
+  int64_t backup_attempts = 0;
+  int64_t backups_won = 0;
+  // Worker processes killed because they sent no heartbeat in time.
+  int64_t hung_workers_killed = 0;
 };
 
 class Callback {

@@ -172,14 +172,17 @@ SchedulerOptions Dispatcher::MakeSchedulerOptions() const {
 }
 
 void Dispatcher::CountProduced(const Attempt& /*attempt*/, int /*worker*/,
-                               const TaskFigures& figures) {
-  resident_ += figures.resident_delta;
+                               const TaskFigures& /*figures*/, bool /*duplicate*/) {
+  // Every memory tier of this process draws on ram_budget_: its use is the
+  // residency, exact whatever Puts and Erases run at the same time (a
+  // duplicate's publish-once Put took nothing).
+  resident_ = ram_budget_ ? ram_budget_->used() : 0;
   peak_resident_ = std::max(peak_resident_, resident_);
   scheduler_->SetResident(0, resident_);
 }
 
-void Dispatcher::CountErased(const DeadBlock& /*block*/, int64_t resident_delta) {
-  resident_ += resident_delta;
+void Dispatcher::CountErased(const DeadBlock& /*block*/) {
+  resident_ = ram_budget_ ? ram_budget_->used() : 0;
   scheduler_->SetResident(0, resident_);
 }
 
@@ -198,6 +201,7 @@ void Dispatcher::NotifyTaskEnd(const Attempt& attempt, int worker, int attempts,
   event.worker_rss = figures.worker_rss;
   event.attempts = attempts;
   event.worker = worker;
+  event.backup = attempt.backup;
   Notify([&](Callback& cb) { cb.OnTaskEnd(event); });
 }
 
@@ -210,17 +214,50 @@ Status Dispatcher::WithTaskContext(const TaskId& task, Status s, int attempts) c
 
 AttemptOutcome Dispatcher::RunWithRetries(const Attempt& attempt, int worker) {
   Attempt a = attempt;
+  const std::function<bool()> superseded = SupersededCheck(worker, attempt.id);
   while (true) {
     AttemptOutcome out = RunAttempt(a, worker);
     if (out.attempts == 0) out.attempts = a.number;
     if (out.status.ok() || out.worker_lost || RetryElsewhere()) return out;
     if (!IsRetryable(out.status) || out.attempts > spec_.retries) return out;
+    if (superseded && superseded()) return out;  // nothing left to retry for
     std::this_thread::sleep_for(std::chrono::milliseconds(20 * out.attempts));
     a.number = out.attempts + 1;
   }
 }
 
+bool Dispatcher::LaunchBackups() {
+  bool any = false;
+  for (const Attempt& straggler : scheduler_->Stragglers()) any |= scheduler_->AddBackup(straggler);
+  return any;
+}
+
+void Dispatcher::MarkSuperseded(const Superseded& s) {
+  if (superseded_board_ && s.worker >= 0) superseded_board_[s.worker].store(s.attempt_id);
+}
+
+std::function<bool()> Dispatcher::SupersededCheck(int worker, int64_t attempt_id) const {
+  std::atomic<int64_t>* board = superseded_board_;
+  if (!board) return {};
+  return [board, worker, attempt_id] { return board[worker].load() == attempt_id; };
+}
+
+Status Dispatcher::EraseDead(const std::vector<DeadBlock>& dead,
+                             std::unique_lock<std::mutex>& lock) {
+  if (dead.empty()) return Status::Ok();
+  lock.unlock();
+  Status first;
+  for (const DeadBlock& d : dead) {
+    Status e = EraseBlock(d);
+    if (!e.ok() && first.ok()) first = e;
+  }
+  lock.lock();
+  for (const DeadBlock& d : dead) CountErased(d);
+  return first;
+}
+
 void Dispatcher::WorkerLoop(int worker) {
+  const bool backups = scheduler_options_.backups.enabled;
   std::unique_lock lock(mu_);
   while (true) {
     if (!fatal_.ok() || scheduler_->done()) break;
@@ -230,6 +267,7 @@ void Dispatcher::WorkerLoop(int worker) {
       cv_.notify_all();
       break;
     }
+    scheduler_->SetNow(Seconds(Clock::now()));
     bool wake = false;
     std::optional<Attempt> attempt = scheduler_->Next(worker, &wake);
     if (!attempt) {
@@ -241,7 +279,15 @@ void Dispatcher::WorkerLoop(int worker) {
         break;
       }
       if (scheduler_->live_workers() == 0) break;
-      cv_.wait(lock);
+      if (backups && LaunchBackups()) {
+        cv_.notify_all();
+        continue;  // this worker may take one
+      }
+      if (backups && scheduler_->running() > 0) {
+        cv_.wait_for(lock, kBackupTick);  // and look for stragglers again
+      } else {
+        cv_.wait(lock);
+      }
       continue;
     }
     lock.unlock();
@@ -249,23 +295,50 @@ void Dispatcher::WorkerLoop(int worker) {
     if (attempt->first_of_op) Notify([&](Callback& cb) { cb.OnOpStart(op); });
     AttemptOutcome out = RunWithRetries(*attempt, worker);
     lock.lock();
+    scheduler_->SetNow(Seconds(Clock::now()));
+    Attempt spent = *attempt;
+    spent.number = out.attempts;
+    if (scheduler_->IsSuperseded(*attempt)) {
+      // Its task is done: whatever this attempt came to (a result the
+      // publish-once tiers discarded, a failure on inputs erased under it,
+      // the Aborted of TaskRunner's superseded check) changes nothing.
+      std::vector<DeadBlock> dead;
+      if (out.worker_lost) {
+        dead = scheduler_->WorkerLost(worker, spent, /*retry=*/false);
+      } else if (out.status.ok()) {
+        Scheduler::Completion c = scheduler_->Succeeded(*attempt, worker);
+        CountProduced(*attempt, worker, out.figures, /*duplicate=*/true);
+        dead = std::move(c.dead);
+        if (c.duplicate_copy && KeepsPrivateCopies(op)) dead.push_back(*c.duplicate_copy);
+      } else {
+        dead = scheduler_->Abandon(*attempt);
+      }
+      Status erased = EraseDead(dead, lock);
+      if (!erased.ok() && fatal_.ok()) fatal_ = erased;
+      if (out.worker_lost && scheduler_->live_workers() == 0 && fatal_.ok() &&
+          !scheduler_->done()) {
+        fatal_ = AllWorkersLost();
+      }
+      cv_.notify_all();
+      if (out.worker_lost) break;
+      continue;
+    }
     if (!out.status.ok() && !out.worker_lost && RetryElsewhere() && IsRetryable(out.status) &&
         out.attempts <= spec_.retries) {
-      Attempt spent = *attempt;
-      spent.number = out.attempts;
-      scheduler_->Requeue(spent, worker);
+      Status erased = EraseDead(scheduler_->Requeue(spent, worker), lock);
+      if (!erased.ok() && fatal_.ok()) fatal_ = erased;
       cv_.notify_all();
       continue;
     }
     if (out.worker_lost) {
       // This worker is gone: its task goes back to the queue for another (an
       // attempt spent), unless it has used up its retries.
-      Attempt spent = *attempt;
-      spent.number = out.attempts;
-      scheduler_->WorkerLost(worker, spent, /*retry=*/out.status.ok());
+      std::vector<DeadBlock> dead = scheduler_->WorkerLost(worker, spent, out.status.ok());
       if (!out.status.ok() && fatal_.ok()) {
         fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
       }
+      Status erased = EraseDead(dead, lock);
+      if (!erased.ok() && fatal_.ok()) fatal_ = erased;
       if (scheduler_->live_workers() == 0 && fatal_.ok() && !scheduler_->done()) {
         fatal_ = AllWorkersLost();
       }
@@ -273,27 +346,20 @@ void Dispatcher::WorkerLoop(int worker) {
       break;
     }
     if (!out.status.ok()) {
-      scheduler_->Abandon(*attempt);
+      std::vector<DeadBlock> dead = scheduler_->Abandon(*attempt);
       if (fatal_.ok()) fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
+      EraseDead(dead, lock).IgnoreError();
       cv_.notify_all();
       continue;
     }
-    CountProduced(*attempt, worker, out.figures);
     Scheduler::Completion done = scheduler_->Succeeded(*attempt, worker);
-    if (!done.duplicate) ++tasks_done_;
-    if (!done.duplicate && out.figures.skipped) ++tasks_skipped_;
+    CountProduced(*attempt, worker, out.figures, /*duplicate=*/false);
+    for (const Superseded& loser : done.superseded) MarkSuperseded(loser);
+    ++tasks_done_;
+    if (out.figures.skipped) ++tasks_skipped_;
     lock.unlock();
-    if (!done.duplicate) NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
+    NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
     Status post;
-    std::vector<int64_t> deltas(done.dead.size(), 0);
-    for (size_t i = 0; i < done.dead.size(); ++i) {
-      const DeadBlock& dead = done.dead[i];
-      IntermediateStore& tier = *tiers_[dead.op];
-      const int64_t before = tier.resident_bytes();
-      Status e = EraseBlock(dead);
-      deltas[i] = tier.resident_bytes() - before;
-      if (!e.ok() && post.ok()) post = e;
-    }
     for (int f : done.finished_ops) {
       const PlannedOp& finished = plan_.ops()[f];
       if (finished.node->kind == NodeKind::kStore && post.ok()) {
@@ -302,7 +368,8 @@ void Dispatcher::WorkerLoop(int worker) {
       Notify([&](Callback& cb) { cb.OnOpEnd(finished); });
     }
     lock.lock();
-    for (size_t i = 0; i < done.dead.size(); ++i) CountErased(done.dead[i], deltas[i]);
+    Status erased = EraseDead(done.dead, lock);
+    if (post.ok()) post = erased;
     if (!post.ok() && fatal_.ok()) fatal_ = post;
     cv_.notify_all();
   }
@@ -323,7 +390,15 @@ Status Dispatcher::AllWorkersLost() {
 Status Dispatcher::DriveWorkers(int workers) {
   {
     std::lock_guard lock(mu_);
-    scheduler_ = std::make_unique<Scheduler>(plan_, MakeSchedulerOptions());
+    scheduler_options_ = MakeSchedulerOptions();
+    BackupPolicy& backups = scheduler_options_.backups;
+    backups.enabled = spec_.backup_tasks && RunsBackups() && workers > 1;
+    backups.slowdown = spec_.backup_slowdown;
+    scheduler_ = std::make_unique<Scheduler>(plan_, scheduler_options_);
+    if (!superseded_board_) {
+      local_board_ = std::make_unique<std::atomic<int64_t>[]>(std::max(1, workers));
+      superseded_board_ = local_board_.get();
+    }
   }
   std::vector<std::thread> threads;
   for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
@@ -347,6 +422,11 @@ Status Dispatcher::Finish(ComputeSummary* summary) {
   summary->tasks_skipped = tasks_skipped_;
   summary->peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
   summary->peak_resident_intermediate_bytes = peak_resident_;
+  if (scheduler_) {
+    summary->backup_attempts = scheduler_->backups_added();
+    summary->backups_won = scheduler_->backups_won();
+  }
+  summary->hung_workers_killed = hung_workers_killed_;
   return Status::Ok();
 }
 

@@ -18,11 +18,20 @@
 // memory its intermediates take is counted for admission (CountProduced,
 // CountErased): each dispatcher owns its residency accounting.
 //
+// Stragglers: idle worker loops look for them every kBackupTick while tasks
+// run (Scheduler::Stragglers) and queue backups, which the next idle worker
+// takes. An attempt that is superseded (its task completed by the other
+// attempt) is told so through superseded_board_ and publishes nothing
+// (TaskRunner checks before every publish); whatever it still returns, a
+// result or an error, changes nothing. Tiers' Puts are publish-once besides,
+// for the moment when both attempts publish at once.
+//
 // Thread-safety: Execute blocks until the compute is over; the worker loops
 // share the dispatcher's state under mu_ as marked.
 #ifndef STRATA_RUNTIME_DISPATCHER_H_
 #define STRATA_RUNTIME_DISPATCHER_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -84,11 +93,18 @@ class Dispatcher {
   // A retryable failure goes back to the queue for another worker (true), or
   // is retried by the same worker after a short wait (false).
   virtual bool RetryElsewhere() const { return false; }
-  // Residency: a task's block was stored (under mu_); dead blocks were erased
-  // (under mu_, after the erase, with the change of the tier's
-  // resident_bytes()). Both update scheduler_->SetResident and the peak.
-  virtual void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures);
-  virtual void CountErased(const DeadBlock& block, int64_t resident_delta);
+  // Residency: a task's block was stored (under mu_; `duplicate`: by an
+  // attempt that was superseded); a dead block was erased (under mu_, after
+  // the erase). Both update scheduler_->SetResident and the peak.
+  virtual void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
+                             bool duplicate);
+  virtual void CountErased(const DeadBlock& block);
+  // Whether the block a superseded attempt of `op` published is a private
+  // copy on its worker that must be erased there (mpi's memory tier), rather
+  // than the one shared block (a publish-once Put kept the first).
+  virtual bool KeepsPrivateCopies(const PlannedOp& /*op*/) const { return false; }
+  // Whether this executor starts backups of stragglers at all.
+  virtual bool RunsBackups() const { return true; }
   // Erases a dead block from its tier.
   virtual Status EraseBlock(const DeadBlock& block);
   // The error when every worker is gone with tasks left.
@@ -112,6 +128,16 @@ class Dispatcher {
   // Runs worker loops 1..workers-1 on threads and 0 in this thread; returns
   // the compute's status.
   Status DriveWorkers(int workers);
+  // Tells the worker of a superseded attempt (under mu_). Default: through
+  // superseded_board_.
+  virtual void MarkSuperseded(const Superseded& s);
+  // For TaskRunner::Run: whether attempt `attempt_id` on `worker` was
+  // superseded (reads superseded_board_, from any thread or process).
+  std::function<bool()> SupersededCheck(int worker, int64_t attempt_id) const;
+  // Where each worker's superseded attempt id is written: this process's
+  // memory, or (processes) a mapping the workers share. Set before
+  // DriveWorkers; workers entries.
+  std::atomic<int64_t>* superseded_board_ = nullptr;
   void NotifyTaskEnd(const Attempt& attempt, int worker, int attempts,
                      const TaskFigures& figures);
   Status WithTaskContext(const TaskId& task, Status s, int attempts) const;
@@ -154,15 +180,25 @@ class Dispatcher {
   std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<Scheduler> scheduler_;  // guarded by mu_
+  SchedulerOptions scheduler_options_;    // set by DriveWorkers
   Status fatal_;                          // guarded by mu_
   int64_t peak_resident_ = 0;             // guarded by mu_
   int64_t resident_ = 0;                  // guarded by mu_ (threads, processes)
   int64_t worker_disk_bytes_ = 0;         // guarded by mu_: reported by other processes
   int64_t tasks_done_ = 0;                // guarded by mu_
   int64_t tasks_skipped_ = 0;             // guarded by mu_
+  int64_t hung_workers_killed_ = 0;       // guarded by mu_
+
+  // How often idle workers look for stragglers.
+  static constexpr std::chrono::milliseconds kBackupTick{20};
 
  private:
   void WorkerLoop(int worker);
+  // Queues backups of the stragglers (under mu_); true when it queued any.
+  bool LaunchBackups();
+  // Erases `dead` from their tiers (called without mu_; takes it to count).
+  Status EraseDead(const std::vector<DeadBlock>& dead, std::unique_lock<std::mutex>& lock);
+  std::unique_ptr<std::atomic<int64_t>[]> local_board_;
   // One attempt and, when the executor retries in place, its retries.
   AttemptOutcome RunWithRetries(const Attempt& attempt, int worker);
   std::mutex callback_mu_;

@@ -77,15 +77,25 @@ Status MemoryIntermediateStore::Spill(std::span<const Index> block, const NDArra
     if (ec) spill_dir_status_ = ErrnoToStatus(ec.value(), fmt::format("creating {}", spill_dir_));
   });
   STRATA_RETURN_IF_ERROR(spill_dir_status_);
-  *path = fmt::format("{}/{}", spill_dir_, block.empty() ? "0" : JoinIndices(block, '.'));
-  STRATA_RETURN_IF_ERROR(WriteFile(*path, data.bytes()));
-  spilled_bytes_ += data.nbytes();
-  ++blocks_spilled_;
-  return Status::Ok();
+  // A name of its own per Put: two attempts of one task (a backup) may spill
+  // the same block at once, and neither may rewrite a file a reader has.
+  *path = fmt::format("{}/{}-{}", spill_dir_, block.empty() ? "0" : JoinIndices(block, '.'),
+                      spill_counter_.fetch_add(1));
+  return WriteFile(*path, data.bytes());
 }
 
 Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+  // Publish-once: a block that is here already (put by an earlier attempt
+  // that then failed or died, or by the other attempt of a task with a
+  // backup) stays as it is, and this copy, the same bytes, is dropped. A
+  // reader holding the first copy is never disturbed, and nothing is
+  // counted twice.
   const int64_t bytes = data.nbytes();
+  Shape key(block.begin(), block.end());
+  {
+    std::lock_guard lock(mu_);
+    if (blocks_.count(key)) return Status::Ok();
+  }
   Entry entry;
   entry.shape = data.shape();
   if (!budget_ || budget_->TryReserve(bytes)) {
@@ -94,19 +104,25 @@ Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) 
   } else {
     STRATA_RETURN_IF_ERROR(Spill(block, data, &entry.path));
   }
-  std::lock_guard lock(mu_);
-  Shape key(block.begin(), block.end());
-  auto it = blocks_.find(key);
-  if (it != blocks_.end()) {
-    // A retried task produced the block again: keep the newer copy.
-    if (it->second.data) {
-      resident_ -= it->second.data->nbytes();
-      if (budget_) budget_->Release(it->second.data->nbytes());
+  {
+    std::lock_guard lock(mu_);
+    if (!blocks_.count(key)) {
+      if (entry.data) {
+        resident_ += bytes;
+      } else {
+        spilled_bytes_ += bytes;
+        ++blocks_spilled_;
+      }
+      blocks_.emplace(std::move(key), std::move(entry));
+      return Status::Ok();
     }
-    blocks_.erase(it);
   }
-  if (entry.data) resident_ += bytes;
-  blocks_.emplace(std::move(key), std::move(entry));
+  // Another attempt published it meanwhile.
+  if (entry.data) {
+    if (budget_) budget_->Release(bytes);
+  } else {
+    ::unlink(entry.path.c_str());
+  }
   return Status::Ok();
 }
 
@@ -183,7 +199,7 @@ Status MemoryIntermediateStore::Cleanup() {
   for (auto& [block, entry] : doomed) {
     if (!entry.path.empty()) ::unlink(entry.path.c_str());
   }
-  if (blocks_spilled_.load() > 0) {
+  if (spill_counter_.load() > 0) {
     std::error_code ec;
     std::filesystem::remove_all(spill_dir_, ec);
   }
@@ -203,17 +219,17 @@ Result<std::unique_ptr<DiskIntermediateStore>> DiskIntermediateStore::Create(
 DiskIntermediateStore::~DiskIntermediateStore() { Cleanup().IgnoreError(); }
 
 Status DiskIntermediateStore::Put(std::span<const Index> block, NDArray data) {
-  // Each stored piece is written straight from the block (its runs gathered
-  // by writev), to a temporary name first: a reader never sees a torn file.
+  // Publish-once (see MemoryIntermediateStore::Put): the first file of
+  // each stored piece stays. Each piece is written straight from the block
+  // (its runs gathered by writev).
+  int64_t written = 0;
   for (const StoredLayout::Piece& piece : layout_.Pieces(block)) {
-    const std::string path = fmt::format("{}/{}", dir_, piece.key);
-    const std::string temporary = path + ".tmp";
-    STRATA_RETURN_IF_ERROR(WriteViewToFile(temporary, data.view().Slice(piece.in_region)));
-    if (::rename(temporary.c_str(), path.c_str()) != 0) {
-      return ErrnoToStatus(errno, fmt::format("renaming {}", temporary));
-    }
+    const ConstArrayView part = data.view().Slice(piece.in_region);
+    STRATA_ASSIGN_OR_RETURN(bool published,
+                            PublishViewToFile(fmt::format("{}/{}", dir_, piece.key), part));
+    if (published) written += NumElements(part.shape()) * data.dtype().size();
   }
-  bytes_written_ += data.nbytes();
+  bytes_written_ += written;
   return Status::Ok();
 }
 
@@ -281,16 +297,32 @@ struct ShmIntermediateStore::Pending {
   bool sealed = false;  // set by Put, on the thread that holds the array
 };
 
-Result<std::span<std::byte>> ShmIntermediateStore::CreateObject(const ObjectId& id,
-                                                               int64_t bytes) {
-  Result<std::span<std::byte>> created = store_->Create(id, bytes, ShmStore::kNoWait);
-  if (created.status().code() == StatusCode::kAlreadyExists) {
-    // A retried task produced the block again (its first attempt sealed it and
-    // then failed or died): keep the newer copy.
-    if (!store_->Delete(id).ok()) store_->Abort(id).IgnoreError();
-    created = store_->Create(id, bytes, ShmStore::kNoWait);
+ObjectId ShmIntermediateStore::Id(std::span<const Index> block, int copy) const {
+  return ObjectId{array_ + copy * kSecondCopy, LinearIndex(block, grid_.grid_shape())};
+}
+
+Result<std::span<std::byte>> ShmIntermediateStore::CreateObject(std::span<const Index> block,
+                                                               int64_t bytes, ObjectId* id) {
+  // Two attempts of a task (a straggler and its backup) may both write the
+  // block in place: the first to ask gets the block's object, the second its
+  // second copy. AlreadyExists for both means the block is published (an
+  // earlier attempt sealed it and then failed or died) or both copies are
+  // being written: neither is ours to replace.
+  *id = Id(block, 0);
+  Result<std::span<std::byte>> created = store_->Create(*id, bytes, ShmStore::kNoWait);
+  if (created.status().code() != StatusCode::kAlreadyExists || store_->Contains(*id)) {
+    return created;  // ours, no room, or published
   }
-  return created;
+  *id = Id(block, 1);
+  return store_->Create(*id, bytes, ShmStore::kNoWait);
+}
+
+std::optional<ObjectId> ShmIntermediateStore::Published(std::span<const Index> block) const {
+  for (int copy = 0; copy < 2; ++copy) {
+    const ObjectId id = Id(block, copy);
+    if (store_->Contains(id)) return id;
+  }
+  return std::nullopt;
 }
 
 Result<NDArray> ShmIntermediateStore::NewBlock(std::span<const Index> block, DType dtype,
@@ -299,11 +331,12 @@ Result<NDArray> ShmIntermediateStore::NewBlock(std::span<const Index> block, DTy
   if (bytes == 0 || dtype != dtype_ || shape != grid_.BlockShape(block)) {
     return IntermediateStore::NewBlock(block, dtype, std::move(shape), pool);
   }
-  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
-  Result<std::span<std::byte>> created = CreateObject(id, bytes);
-  if (created.status().code() == StatusCode::kResourceExhausted) {
-    // No room in shared memory now: a private buffer, which Put then stores
-    // wherever there is room by then.
+  ObjectId id;
+  Result<std::span<std::byte>> created = CreateObject(block, bytes, &id);
+  if (created.status().code() == StatusCode::kResourceExhausted ||
+      created.status().code() == StatusCode::kAlreadyExists) {
+    // No room in shared memory now (a private buffer, which Put then stores
+    // wherever there is room by then), or no object left to write.
     return IntermediateStore::NewBlock(block, dtype, std::move(shape), pool);
   }
   if (!created.ok()) {
@@ -314,45 +347,62 @@ Result<NDArray> ShmIntermediateStore::NewBlock(std::span<const Index> block, DTy
   auto pending = std::make_shared<Pending>(store_, id, created->data());
   {
     std::lock_guard lock(pending_mu_);
-    pending_[id.block] = pending;
+    pending_[{id.array, id.block}] = pending;
   }
   return NDArray::FromBuffer(Buffer::External(created->data(), bytes, pending), dtype,
                              std::move(shape));
 }
 
 std::shared_ptr<ShmIntermediateStore::Pending> ShmIntermediateStore::TakePending(
-    const ObjectId& id, const std::byte* data) {
+    std::span<const Index> block, const std::byte* data) {
   std::lock_guard lock(pending_mu_);
-  auto it = pending_.find(id.block);
-  if (it == pending_.end()) return nullptr;
-  std::shared_ptr<Pending> pending = it->second.lock();
-  if (pending && pending->data != data) return nullptr;  // someone else's attempt
-  pending_.erase(it);
-  return pending;
+  for (int copy = 0; copy < 2; ++copy) {
+    const ObjectId id = Id(block, copy);
+    auto it = pending_.find({id.array, id.block});
+    if (it == pending_.end()) continue;
+    std::shared_ptr<Pending> pending = it->second.lock();
+    if (pending && pending->data != data) continue;  // another attempt's
+    pending_.erase(it);
+    if (pending) return pending;
+  }
+  return nullptr;
 }
 
 Status ShmIntermediateStore::Put(std::span<const Index> block, NDArray data) {
   const int64_t bytes = data.nbytes();
   if (bytes == 0) return Status::Ok();  // nothing to keep: View makes an empty block
-  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
-  if (std::shared_ptr<Pending> pending = TakePending(id, data.data())) {
-    // NewBlock's object, written in place.
+  if (std::shared_ptr<Pending> pending = TakePending(block, data.data())) {
+    // NewBlock's object, written in place: sealed, unless the other copy is
+    // published already (publish-once; this one is aborted as it goes).
+    const ObjectId id = pending->id;
+    if (store_->Contains(Id(block, id.array == array_ ? 1 : 0))) return Status::Ok();
     pending->sealed = true;
     Status sealed = store_->Seal(id);
     if (!sealed.ok()) store_->Abort(id).IgnoreError();
     return sealed.WithContext(fmt::format("block {} of {}", id.ToString(), name_));
   }
-  Result<std::span<std::byte>> created = CreateObject(id, bytes);
+  // Publish-once: a sealed copy stays and this one is dropped.
+  if (Published(block)) return Status::Ok();
+  ObjectId id;
+  Result<std::span<std::byte>> created = CreateObject(block, bytes, &id);
   if (created.ok()) {
     Prefault(created->data(), created->data() + bytes, /*write=*/true);
     std::memcpy(created->data(), data.data(), static_cast<size_t>(bytes));
     data = NDArray();  // free the task's copy before the seal may spill others
     return store_->Seal(id).WithContext(fmt::format("block {} of {}", id.ToString(), name_));
   }
-  if (created.status().code() != StatusCode::kResourceExhausted) {
+  if (created.status().code() == StatusCode::kAlreadyExists && Published(block)) {
+    return Status::Ok();
+  }
+  if (created.status().code() != StatusCode::kResourceExhausted &&
+      created.status().code() != StatusCode::kAlreadyExists) {
     return created.status().WithContext(
         fmt::format("storing block {} of {}", JoinIndices(block, '.'), name_));
   }
+  // No room in shared memory (everything pinned or being written), or both
+  // objects being written by other attempts (which may never finish): the
+  // block goes to a file, which readers take while no object is sealed, and
+  // Erase removes with the objects.
   std::call_once(made_fallback_dir_, [this] {
     std::error_code ec;
     std::filesystem::create_directories(fallback_dir_, ec);
@@ -361,15 +411,16 @@ Status ShmIntermediateStore::Put(std::span<const Index> block, NDArray data) {
     }
   });
   STRATA_RETURN_IF_ERROR(fallback_dir_status_);
-  STRATA_RETURN_IF_ERROR(WriteFile(FallbackPath(block), data.bytes()));
-  fallback_bytes_ += bytes;
+  STRATA_ASSIGN_OR_RETURN(bool published, PublishViewToFile(FallbackPath(block), data.view()));
+  if (published) fallback_bytes_ += bytes;
   return Status::Ok();
 }
 
 Result<BlockView> ShmIntermediateStore::View(std::span<const Index> block, MemoryPool& pool) {
   const Shape shape = grid_.BlockShape(block);
-  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
-  if (NumElements(shape) > 0 && store_->Contains(id)) {
+  std::optional<ObjectId> published = NumElements(shape) > 0 ? Published(block) : std::nullopt;
+  if (published) {
+    const ObjectId id = *published;
     // Sealed: Get waits only when restoring a spilled object needs room.
     Result<std::span<const std::byte>> bytes = store_->Get(id, std::chrono::minutes(5));
     if (bytes.ok()) {
@@ -406,9 +457,9 @@ Result<std::shared_ptr<const NDArray>> ShmIntermediateStore::Get(std::span<const
 Status ShmIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
                                        const ArrayView& out) {
   const Shape shape = grid_.BlockShape(block);
-  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
   if (region.empty()) return Status::Ok();
-  if (store_->Contains(id)) {
+  if (std::optional<ObjectId> published = Published(block)) {
+    const ObjectId id = *published;
     Result<std::span<const std::byte>> bytes = store_->Get(id, std::chrono::minutes(5));
     if (bytes.ok()) {
       // Read through the region's descriptor rather than this process's
@@ -432,12 +483,15 @@ Status ShmIntermediateStore::GetRegion(std::span<const Index> block, const Box& 
 }
 
 Status ShmIntermediateStore::Erase(std::span<const Index> block) {
-  const ObjectId id{array_, LinearIndex(block, grid_.grid_shape())};
-  Status s = store_->Delete(id);
-  if (s.ok()) return s;
-  if (s.code() != StatusCode::kNotFound) return s;
+  // Every copy: both objects, and the file of a block that found no object
+  // (see Put). Which of them exist is known only to the processes that
+  // wrote them.
+  for (int copy = 0; copy < 2; ++copy) {
+    Status s = store_->Delete(Id(block, copy));
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+  }
   const std::string path = FallbackPath(block);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
     return ErrnoToStatus(errno, fmt::format("removing {}", path));
   }
   return Status::Ok();
@@ -447,8 +501,10 @@ int64_t ShmIntermediateStore::resident_bytes() const { return store_->used(); }
 
 Status ShmIntermediateStore::Cleanup() {
   for (Index b = 0; b < grid_.num_blocks(); ++b) {
-    const ObjectId id{array_, b};
-    if (store_->Contains(id)) store_->Delete(id).IgnoreError();
+    for (int copy = 0; copy < 2; ++copy) {
+      const ObjectId id{array_ + copy * kSecondCopy, b};
+      if (store_->Contains(id)) store_->Delete(id).IgnoreError();
+    }
   }
   std::error_code ec;
   std::filesystem::remove_all(fallback_dir_, ec);

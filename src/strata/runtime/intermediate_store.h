@@ -27,6 +27,14 @@
 // The scheduler erases a block when its last reader finishes (refcount GC)
 // and calls Cleanup() at the end of a compute, successful or not.
 //
+// Put is publish-once in every tier: the first complete copy of a block
+// stays, and a later Put of the same block (a retry after an attempt that
+// published and then died, or the other attempt of a task with a backup:
+// the same bytes) is dropped without touching it or counting it again.
+// Files are written under temporary names and linked into place, so a
+// reader never sees a partial or rewritten file. (The object tier relies on
+// a PUT replacing an object whole: the two copies are the same bytes.)
+//
 // Thread-safety: every method is safe to call concurrently.
 #ifndef STRATA_RUNTIME_INTERMEDIATE_STORE_H_
 #define STRATA_RUNTIME_INTERMEDIATE_STORE_H_
@@ -155,6 +163,7 @@ class MemoryIntermediateStore : public IntermediateStore {
   Status spill_dir_status_;
   std::atomic<int64_t> spilled_bytes_{0};
   std::atomic<int64_t> blocks_spilled_{0};
+  std::atomic<int64_t> spill_counter_{0};
 };
 
 class DiskIntermediateStore : public IntermediateStore {
@@ -193,7 +202,10 @@ class DiskIntermediateStore : public IntermediateStore {
 // The memory tier of the `processes` executor. One ShmStore holds the blocks
 // of every memory-tier op of a compute; this store names op `array`'s blocks
 // ObjectId{array, linear block}. Put copies the block into a new object and
-// seals it; View pins the object and returns a view of the shared memory
+// seals it (or drops it when the block is sealed already: publish-once; a
+// second attempt writing while the first still writes in place takes the
+// block's second object, so that neither waits for the other); View pins the
+// sealed object and returns a view of the shared memory
 // (the pin is released when the last keepalive goes); Erase deletes it
 // (deferred by the store while pinned). Bytes that the ShmStore spills are
 // counted by its stats, not by bytes_written().
@@ -227,11 +239,20 @@ class ShmIntermediateStore : public IntermediateStore {
 
  private:
   struct Pending;
+  // A block's second object (the other attempt of a task with a backup)
+  // is op `array + kSecondCopy`'s.
+  static constexpr int64_t kSecondCopy = int64_t{1} << 40;
+  ObjectId Id(std::span<const Index> block, int copy) const;
   std::string FallbackPath(std::span<const Index> block) const;
-  // Creates object `id`, replacing a sealed copy a retried task left.
-  Result<std::span<std::byte>> CreateObject(const ObjectId& id, int64_t bytes);
-  // The object NewBlock handed out for `id` when `data` is its bytes.
-  std::shared_ptr<Pending> TakePending(const ObjectId& id, const std::byte* data);
+  // Creates the block's object, or its second copy when another attempt has
+  // the first, without waiting (*id says which); AlreadyExists when neither
+  // can be had.
+  Result<std::span<std::byte>> CreateObject(std::span<const Index> block, int64_t bytes,
+                                            ObjectId* id);
+  // The sealed object of the block (first or second copy), if any.
+  std::optional<ObjectId> Published(std::span<const Index> block) const;
+  // The object NewBlock handed out for `block` when `data` is its bytes.
+  std::shared_ptr<Pending> TakePending(std::span<const Index> block, const std::byte* data);
 
   std::string name_;
   int64_t array_;
@@ -243,7 +264,8 @@ class ShmIntermediateStore : public IntermediateStore {
   Status fallback_dir_status_;
   std::atomic<int64_t> fallback_bytes_{0};
   std::mutex pending_mu_;
-  std::map<int64_t, std::weak_ptr<Pending>> pending_;  // by object id's block
+  // By object id (array, block); guarded by pending_mu_.
+  std::map<std::pair<int64_t, int64_t>, std::weak_ptr<Pending>> pending_;
 };
 
 }  // namespace strata

@@ -113,24 +113,86 @@ TEST_P(IntermediateStoreConformance, EveryWayOfReadingGivesWhatWasPut) {
   Sync(t);
 }
 
-TEST_P(IntermediateStoreConformance, RetriedPutKeepsTheNewerCopy) {
+// Publish-once: a second Put of a block (a retry after an attempt that
+// published and died, or the other attempt of a task with a backup) leaves
+// the first copy as it was, and counts nothing twice. (Here the second copy
+// differs, to tell them apart; two attempts of a task write the same bytes.)
+TEST_P(IntermediateStoreConformance, SecondPutOfABlockKeepsTheFirst) {
   const TierUnderTest& t = GetParam();
   Fixture f;
   auto store = t.make(f.dir.path(), f.grid, f.dtype);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const Shape block = f.Block(1);
   const Shape bs = f.grid.BlockShape(block);
+  int64_t resident = 0, written = 0;
   if (PutsHere(t, 1)) {
-    NDArray stale = *NDArray::Zeros(*f.pool, f.dtype, bs);
-    ASSERT_TRUE((*store)->Put(block, std::move(stale)).ok());
-    NDArray fresh = *NDArray::CopyOf(*f.pool, f.Expected(block));
-    ASSERT_TRUE((*store)->Put(block, std::move(fresh)).ok());
+    NDArray first = *NDArray::CopyOf(*f.pool, f.Expected(block));
+    ASSERT_TRUE((*store)->Put(block, std::move(first)).ok());
+    resident = (*store)->resident_bytes();
+    written = (*store)->bytes_written();
+    NDArray second = *NDArray::Zeros(*f.pool, f.dtype, bs);
+    ASSERT_TRUE((*store)->Put(block, std::move(second)).ok());
+    EXPECT_EQ((*store)->resident_bytes(), resident);
+    EXPECT_EQ((*store)->bytes_written(), written);
   }
   Sync(t);
   Result<std::shared_ptr<const NDArray>> got = (*store)->Get(block, *f.pool);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_TRUE(ArraysEqual((*got)->view(), f.Expected(block)));
   Sync(t);
+  EXPECT_TRUE((*store)->Cleanup().ok());
+  Sync(t);
+}
+
+// Two attempts of one task interleaved as a backup and its straggler can
+// be: both take a buffer for the block (the first may be the tier's own, to
+// compute in place), the second publishes first, then the first. Readers see
+// the block throughout; it is held and counted once, and one Erase removes
+// every copy.
+TEST_P(IntermediateStoreConformance, InterleavedAttemptsPublishOnce) {
+  const TierUnderTest& t = GetParam();
+  Fixture f;
+  auto store = t.make(f.dir.path(), f.grid, f.dtype);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const Shape block = f.Block(2);
+  const Shape bs = f.grid.BlockShape(block);
+  if (PutsHere(t, 2)) {
+    Result<NDArray> straggler = (*store)->NewBlock(block, f.dtype, bs, *f.pool);
+    ASSERT_TRUE(straggler.ok()) << straggler.status().ToString();
+    Result<NDArray> backup = (*store)->NewBlock(block, f.dtype, bs, *f.pool);
+    ASSERT_TRUE(backup.ok()) << backup.status().ToString();
+    EXPECT_NE(straggler->data(), backup->data());
+    CopyArray(f.Expected(block), backup->view());
+    ASSERT_TRUE((*store)->Put(block, *std::move(backup)).ok());
+    Result<std::shared_ptr<const NDArray>> early = (*store)->Get(block, *f.pool);
+    ASSERT_TRUE(early.ok()) << early.status().ToString();
+    EXPECT_TRUE(ArraysEqual((*early)->view(), f.Expected(block)));
+    CopyArray(f.Expected(block), straggler->view());
+    ASSERT_TRUE((*store)->Put(block, *std::move(straggler)).ok());
+    if (t.counts_resident) {
+      EXPECT_EQ((*store)->resident_bytes(), NumElements(bs) * 8);
+    }
+  }
+  Sync(t);
+  {
+    Result<std::shared_ptr<const NDArray>> got = (*store)->Get(block, *f.pool);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(ArraysEqual((*got)->view(), f.Expected(block)));
+  }
+  Sync(t);
+  if (PutsHere(t, 2)) {
+    EXPECT_TRUE((*store)->Erase(block).ok());
+    if (t.counts_resident) {
+      EXPECT_EQ((*store)->resident_bytes(), 0);
+    }
+  }
+  Sync(t);
+  if (!t.leftovers) {
+    EXPECT_EQ(FilesUnder(f.dir.path() + "/int") + FilesUnder(f.dir.path() + "/fallback") +
+                  FilesUnder(f.dir.path() + "/spill"),
+              0)
+        << "a copy survived the erase";
+  }
   EXPECT_TRUE((*store)->Cleanup().ok());
   Sync(t);
 }

@@ -2,7 +2,8 @@
 // kvstore/test_util and Arrow's filesystem/test_util do for their
 // interfaces): blocks put in every way a task puts them read back equal by
 // every way a task reads them (Get, View, GetRegion, GetRegions into strided
-// destinations), a retried Put keeps the newer copy, Erase frees, Cleanup
+// destinations), Put is publish-once (a second Put keeps the first copy,
+// counts nothing twice, and interleaved attempts leave one), Erase frees, Cleanup
 // leaves nothing behind, and the byte counters say what moved.
 //
 // A test binary instantiates it with the tiers it can make:

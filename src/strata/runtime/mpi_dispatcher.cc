@@ -16,10 +16,28 @@
 // on rank 0 only; every rank returns the same status, summary and results. A
 // rank that dies cannot be recovered from (MPI ends the job); stores stay
 // incomplete.
+//
+// Backups of stragglers run on another rank like any task. The loser is
+// told by a notice to its block server and publishes nothing; a memory-tier
+// block it had published already is its own copy on its rank, erased there
+// (the block itself stays with the winner's rank). A rank cannot be
+// preempted, so the compute ends when the loser's task returns.
+//
+// Hung ranks: while tasks run, rank 0 and every other rank exchange
+// heartbeats from a thread of their own (RankWatch); a rank that hears
+// nothing from its peer for heartbeat_timeout ends the job with MPI_Abort
+// and a line naming the silent rank. MPI cannot go on without a rank, and
+// one that stopped (SIGSTOP, a frozen node) may never come back: ending the
+// job is the only way not to hang.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <thread>
 #include <unordered_map>
@@ -42,6 +60,129 @@ using internal_runtime::WireRequest;
 // with a WireReply.
 constexpr int kTagTask = 0x5401;
 constexpr int kTagReply = 0x5402;
+constexpr int kTagBeat = 0x5403;
+
+// Heartbeats between rank 0 and every other rank while tasks run, on a
+// thread of each rank (so a long task never silences its rank): rank 0 beats
+// to every rank and every rank to rank 0, every heartbeat_timeout / 10. A
+// rank that hears nothing from its peer for heartbeat_timeout (rank 0: from
+// one of the ranks; the others: from rank 0) ends the job. Stop ends the
+// exchange together, leaving no beat unreceived for a later compute: a rank
+// says bye to rank 0 and waits for its ack (MPI keeps the order of one
+// thread's messages to one rank, so every beat before the ack has been
+// received), and rank 0 stops once every rank said bye.
+//
+// Thread-safety: Start and Stop from one thread.
+class RankWatch {
+ public:
+  explicit RankWatch(double timeout) : timeout_(timeout) {}
+  ~RankWatch() { Stop(); }
+  void Start() { thread_ = std::thread([this] { Loop(); }); }
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  enum : int64_t { kBeat = 1, kBye = 2, kAck = 3 };
+  static const int64_t kMessages[4];
+
+  void Loop();
+  void Post(int to, int64_t what) {
+    Result<mpi::PendingSend> send =
+        mpi::StartSend(to, kTagBeat, std::as_bytes(std::span(&kMessages[what], 1)));
+    if (send.ok()) sends_.push_back(*std::move(send));
+  }
+  [[noreturn]] void Hung(int rank) {
+    std::fprintf(stderr,
+                 "strata: error: rank %d sent no heartbeat for %.1f s (heartbeat_timeout): it is "
+                 "hung or stopped, and an MPI job cannot go on without one of its ranks; ending "
+                 "the job (destinations stay incomplete: run the command again to finish)\n",
+                 rank, timeout_);
+    std::fflush(stderr);
+    mpi::Abort(1);
+    std::abort();
+  }
+
+  const double timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::deque<mpi::PendingSend> sends_;  // the watch thread's
+  std::thread thread_;
+};
+
+const int64_t RankWatch::kMessages[4] = {0, kBeat, kBye, kAck};
+
+void RankWatch::Loop() {
+  using Clock = std::chrono::steady_clock;
+  const int rank = mpi::Rank();
+  const int ranks = mpi::Size();
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::clamp(timeout_ / 10, 0.01, 1.0)));
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(timeout_));
+  std::vector<Clock::time_point> heard(ranks, Clock::now());
+  std::vector<bool> gone(ranks, false);  // rank 0: said bye
+  Clock::time_point next_beat = Clock::now();
+  bool said_bye = false;
+  bool stopping = false;
+  while (true) {
+    {
+      // Until Stop, wake for the next beat; then poll for the bye/ack.
+      std::unique_lock lock(mu_);
+      const bool seen = stopping;
+      cv_.wait_until(lock, seen ? Clock::now() + std::chrono::milliseconds(1) : next_beat,
+                     [&] { return stopping_ && !seen; });
+      stopping = stopping_;
+    }
+    const Clock::time_point now = Clock::now();
+    if (rank != 0 && stopping && !said_bye) {
+      Post(0, kBye);
+      said_bye = true;
+    }
+    if (now >= next_beat) {
+      next_beat = now + interval;
+      for (int r = 0; r < ranks; ++r) {
+        if (r == rank || (rank != 0 && r != 0) || gone[r] || said_bye) continue;
+        Post(r, kBeat);
+      }
+    }
+    std::vector<std::byte> message;
+    int from = -1;
+    bool acked = false;
+    while (true) {
+      Result<bool> got = mpi::TryReceiveAny(rank == 0 ? -1 : 0, kTagBeat, &from, &message);
+      if (!got.ok() || !*got) break;
+      int64_t what = 0;
+      if (message.size() == sizeof what) std::memcpy(&what, message.data(), sizeof what);
+      heard[from] = Clock::now();
+      if (rank == 0 && what == kBye) {
+        gone[from] = true;
+        Post(from, kAck);
+      }
+      acked = acked || (rank != 0 && what == kAck);
+    }
+    while (!sends_.empty()) {
+      Result<bool> done = sends_.front().Test();
+      if (done.ok() && !*done) break;
+      sends_.pop_front();
+    }
+    for (int r = 0; r < ranks; ++r) {
+      if (r == rank || (rank != 0 && r != 0) || gone[r]) continue;
+      if (Clock::now() - heard[r] > timeout) Hung(r);
+    }
+    const bool all_gone = std::count(gone.begin() + 1, gone.end(), true) == ranks - 1;
+    if ((rank == 0 && stopping && all_gone) || acked) break;
+  }
+  for (mpi::PendingSend& send : sends_) send.Finish().IgnoreError();
+  sends_.clear();
+}
 
 // Which rank holds each live memory-tier block, as this rank knows it: on
 // rank 0 every produced block until it is erased; elsewhere the inputs of the
@@ -91,8 +232,14 @@ class MpiDispatcher : public Dispatcher {
   Result<std::unique_ptr<IntermediateStore>> MakeMemoryTier(const PlannedOp& op) override;
   AttemptOutcome RunAttempt(const Attempt& attempt, int worker) override;
   bool RetryElsewhere() const override { return true; }
-  void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures) override;
-  void CountErased(const DeadBlock& block, int64_t resident_delta) override;
+  void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
+                     bool duplicate) override;
+  void CountErased(const DeadBlock& block) override;
+  Status EraseBlock(const DeadBlock& block) override;
+  bool KeepsPrivateCopies(const PlannedOp& op) const override {
+    return op.tier == Tier::kMemory;
+  }
+  void MarkSuperseded(const Superseded& s) override;
   SchedulerOptions MakeSchedulerOptions() const override;
   // Array names count arrays made in the process, and a rank may have made
   // others before: shared tiers name ops by index.
@@ -106,7 +253,7 @@ class MpiDispatcher : public Dispatcher {
   // Every rank's outcome: the first failing rank's status, on every rank.
   // Collective.
   Status Agree(Status local);
-  Status RunOnRank(const TaskId& task, int rank, int attempt, TaskFigures* figures);
+  Status RunOnRank(const Attempt& attempt, int rank, TaskFigures* figures);
   Status ServeTasks();
   // The owner of each block `task` reads, in ForEachInputBlock order.
   std::vector<int16_t> InputOwners(const TaskId& task) const;
@@ -118,6 +265,9 @@ class MpiDispatcher : public Dispatcher {
   std::vector<int64_t> rank_resident_;  // guarded by mu_ (rank 0): memory-tier bytes held
   OwnerTable owners_;
   std::unique_ptr<BlockServer> server_;
+  // This rank's superseded board (Dispatcher::superseded_board_): rank 0's
+  // entries for every rank, the others' for themselves.
+  std::unique_ptr<std::atomic<int64_t>[]> rank_board_;
   std::shared_ptr<MemoryPool> fetch_pool_;  // regions fetched into strided buffers
 };
 
@@ -263,10 +413,12 @@ int64_t MpiDispatcher::BlockBytes(int op, Index linear) const {
 }
 
 void MpiDispatcher::CountProduced(const Attempt& attempt, int worker,
-                                  const TaskFigures& /*figures*/) {
+                                  const TaskFigures& /*figures*/, bool duplicate) {
   const PlannedOp& op = plan_.ops()[attempt.task.op];
   if (op.tier == Tier::kNone) return;
-  owners_.Set(attempt.task.op, attempt.task.block, worker);
+  // A superseded attempt's block is its own copy on its rank, erased there
+  // next (DeadBlock::copy); the owner stays the winner's rank.
+  if (!duplicate) owners_.Set(attempt.task.op, attempt.task.block, worker);
   if (op.tier != Tier::kMemory) return;
   const int64_t bytes = BlockBytes(attempt.task.op, attempt.task.block);
   rank_resident_[worker] += bytes;
@@ -276,15 +428,32 @@ void MpiDispatcher::CountProduced(const Attempt& attempt, int worker,
   scheduler_->SetResident(worker, std::min(rank_resident_[worker], rank_ram_[worker]));
 }
 
-void MpiDispatcher::CountErased(const DeadBlock& block, int64_t /*resident_delta*/) {
+void MpiDispatcher::CountErased(const DeadBlock& block) {
   const PlannedOp& op = plan_.ops()[block.op];
-  owners_.Forget(block.op, block.block);
+  if (!block.copy) owners_.Forget(block.op, block.block);
   if (op.tier != Tier::kMemory || block.producer < 0) return;
   const int64_t bytes = BlockBytes(block.op, block.block);
   rank_resident_[block.producer] -= bytes;
   resident_ -= bytes;
   scheduler_->SetResident(block.producer,
                           std::min(rank_resident_[block.producer], rank_ram_[block.producer]));
+}
+
+Status MpiDispatcher::EraseBlock(const DeadBlock& block) {
+  if (!block.copy) return Dispatcher::EraseBlock(block);
+  if (block.producer == rank_) {
+    auto* store = dynamic_cast<MpiIntermediateStore*>(tiers_[block.op].get());
+    return store ? store->EraseLocal(block.block) : Status::Ok();
+  }
+  return BlockServer::EraseOn(block.producer, block.op, block.block);
+}
+
+void MpiDispatcher::MarkSuperseded(const Superseded& s) {
+  if (s.worker == rank_) {
+    Dispatcher::MarkSuperseded(s);
+  } else {
+    BlockServer::TellSuperseded(s.worker, s.attempt_id).IgnoreError();
+  }
 }
 
 std::vector<int16_t> MpiDispatcher::InputOwners(const TaskId& task) const {
@@ -304,18 +473,20 @@ AttemptOutcome MpiDispatcher::RunAttempt(const Attempt& attempt, int worker) {
   AttemptOutcome out;
   if (worker == 0) {
     // Rank 0's own tasks find the owners of their inputs in owners_.
-    out.status = runner_->Run(attempt.task, attempt.number, &out.figures);
+    out.status = runner_->Run(attempt.task, attempt.number, &out.figures,
+                              SupersededCheck(worker, attempt.id));
     out.figures.worker_rss = CurrentRss();
   } else {
-    out.status = RunOnRank(attempt.task, worker, attempt.number, &out.figures);
+    out.status = RunOnRank(attempt, worker, &out.figures);
   }
   return out;
 }
 
-Status MpiDispatcher::RunOnRank(const TaskId& task, int rank, int attempt, TaskFigures* figures) {
+Status MpiDispatcher::RunOnRank(const Attempt& attempt, int rank, TaskFigures* figures) {
   // The task, then who holds each block it reads (in the order both sides
   // enumerate them).
-  const WireRequest request{task.op, attempt, task.block};
+  const TaskId& task = attempt.task;
+  const WireRequest request{task.op, attempt.number, task.block, attempt.id};
   std::vector<std::byte> message(sizeof request);
   std::memcpy(message.data(), &request, sizeof request);
   std::vector<int16_t> owners = InputOwners(task);
@@ -368,7 +539,8 @@ Status MpiDispatcher::ServeTasks() {
     }
     const int64_t written = TierBytesWritten();
     TaskFigures figures;
-    Status s = runner_->Run(task, request.attempt, &figures);
+    Status s = runner_->Run(task, request.attempt, &figures,
+                            SupersededCheck(rank_, request.attempt_id));
     owners_.Clear();  // this rank runs one task at a time
     WireReply reply = WireReply::From(s, figures, TierBytesWritten() - written, CurrentRss(),
                                       root_pool_->peak_bytes());
@@ -381,21 +553,29 @@ Status MpiDispatcher::RunTasks() {
   for (size_t i = 0; i < tiers_.size(); ++i) {
     stores[i] = dynamic_cast<MpiIntermediateStore*>(tiers_[i].get());
   }
-  server_ = std::make_unique<BlockServer>(stores, root_pool_->NewChild({"block server", 0}));
+  rank_board_ = std::make_unique<std::atomic<int64_t>[]>(spec_.workers);
+  superseded_board_ = rank_board_.get();
+  std::atomic<int64_t>* mine = &rank_board_[rank_];
+  server_ = std::make_unique<BlockServer>(stores, root_pool_->NewChild({"block server", 0}),
+                                          [mine](int64_t id) { mine->store(id); });
   server_->Start();
+  RankWatch watch(spec_.heartbeat_timeout);
+  if (spec_.workers > 1) watch.Start();
   Status status;
   if (rank_ == 0) {
     status = DriveWorkers(spec_.workers);
     // No task runs anywhere now, so no rank fetches any more.
-    const WireRequest stop{-1, 0, 0};
+    const WireRequest stop{-1, 0, 0, 0};
     for (int w = 1; w < spec_.workers; ++w) {
       Status s = mpi::Send(w, kTagTask, std::as_bytes(std::span(&stop, 1)));
       if (!s.ok() && status.ok()) status = s;
     }
+    watch.Stop();
     Status s = BlockServer::StopAll();
     if (status.ok()) status = s;
   } else {
     status = ServeTasks();
+    watch.Stop();
   }
   Status stopped = server_->Join();
   if (status.ok()) status = stopped;
@@ -421,12 +601,15 @@ Status MpiDispatcher::Finish(ComputeSummary* summary) {
   STRATA_ASSIGN_OR_RETURN(summary->rank_peak_pool_bytes,
                           mpi::AllGather(root_pool_ ? root_pool_->peak_bytes() : 0));
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> traffic, mpi::AllGather(fetched));
-  std::array<int64_t, 3> figures = {summary->intermediate_bytes_written, summary->tasks,
-                                    summary->peak_resident_intermediate_bytes};
+  std::array<int64_t, 5> figures = {summary->intermediate_bytes_written, summary->tasks,
+                                    summary->peak_resident_intermediate_bytes,
+                                    summary->backup_attempts, summary->backups_won};
   STRATA_RETURN_IF_ERROR(mpi::Broadcast(std::as_writable_bytes(std::span(figures)), 0));
   summary->intermediate_bytes_written = figures[0];
   summary->tasks = figures[1];
   summary->peak_resident_intermediate_bytes = figures[2];
+  summary->backup_attempts = figures[3];
+  summary->backups_won = figures[4];
   summary->peak_pool_bytes = 0;
   for (int64_t peak : summary->rank_peak_pool_bytes) summary->peak_pool_bytes += peak;
   summary->bytes_between_ranks = 0;

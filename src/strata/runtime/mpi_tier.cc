@@ -16,7 +16,7 @@ namespace {
 constexpr int kTagServe = 0x5301;      // a request to a server
 constexpr int kTagServeData = 0x5302;  // its answer: a header, then the bytes
 
-enum RequestType : int64_t { kFetch = 1, kErase = 2, kStop = 3 };
+enum RequestType : int64_t { kFetch = 1, kErase = 2, kStop = 3, kSuperseded = 4 };
 
 // One request at a time per rank, so that a header and its bytes are never
 // interleaved with another request's from the same owner.
@@ -203,8 +203,19 @@ Status MpiIntermediateStore::Erase(std::span<const Index> block) {
 }
 
 BlockServer::BlockServer(std::vector<MpiIntermediateStore*> stores,
-                         std::shared_ptr<MemoryPool> pool)
-    : stores_(std::move(stores)), pool_(std::move(pool)) {}
+                         std::shared_ptr<MemoryPool> pool,
+                         std::function<void(int64_t)> superseded)
+    : stores_(std::move(stores)), pool_(std::move(pool)), superseded_(std::move(superseded)) {}
+
+Status BlockServer::TellSuperseded(int rank, int64_t attempt_id) {
+  std::vector<int64_t> request = {kSuperseded, attempt_id, 0, 0};
+  return mpi::Send(rank, kTagServe, AsBytes(request));
+}
+
+Status BlockServer::EraseOn(int rank, int op, Index linear_block) {
+  std::vector<int64_t> request = {kErase, op, linear_block, 0};
+  return mpi::Send(rank, kTagServe, AsBytes(request));
+}
 
 BlockServer::~BlockServer() {
   if (thread_.joinable()) {
@@ -248,6 +259,10 @@ void BlockServer::Loop() {
       std::memcpy(request.data(), message->data(), request.size() * sizeof(int64_t));
     }
     if (request.size() >= 1 && request[0] == kStop) return;
+    if (request.size() >= 2 && request[0] == kSuperseded) {
+      if (superseded_) superseded_(request[1]);
+      continue;
+    }
     Status s = Serve(from, request);
     if (!s.ok() && status_.ok()) status_ = s;
   }

@@ -85,11 +85,20 @@ class MpiIntermediateStore : public IntermediateStore {
 };
 
 // Answers other ranks' fetch and erase requests for this rank's blocks, on a
-// thread of its own, until Stop().
+// thread of its own, until Stop(); and rank 0's notices that the attempt
+// this rank runs was superseded (by a backup elsewhere).
 class BlockServer {
  public:
   // stores[op]: the op's store, or null. Staging buffers come from `pool`.
-  BlockServer(std::vector<MpiIntermediateStore*> stores, std::shared_ptr<MemoryPool> pool);
+  // `superseded(attempt id)` is called for each notice.
+  BlockServer(std::vector<MpiIntermediateStore*> stores, std::shared_ptr<MemoryPool> pool,
+              std::function<void(int64_t)> superseded = {});
+  // Rank 0: tells `rank` that its attempt `attempt_id` was superseded (one
+  // small message, no reply; MPI delivers it before StopAll's stop).
+  static Status TellSuperseded(int rank, int64_t attempt_id);
+  // Erases this rank's own copy of `block` of op `op` on `rank` (a copy a
+  // superseded attempt published there), whoever owns the block.
+  static Status EraseOn(int rank, int op, Index linear_block);
   ~BlockServer();
   void Start();
   // Rank 0, once no task runs anywhere: tells every rank's server to stop.
@@ -105,6 +114,7 @@ class BlockServer {
 
   std::vector<MpiIntermediateStore*> stores_;
   std::shared_ptr<MemoryPool> pool_;
+  std::function<void(int64_t)> superseded_;
   std::thread thread_;
   Status status_;
 };

@@ -21,17 +21,25 @@ std::string ObjectIntermediateStore::Key(const std::string& piece) const {
 }
 
 Status ObjectIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+  // Publish-once (intermediate_store.h): a piece already stored stays. Two
+  // attempts storing at the very same moment both PUT; a PUT replaces an
+  // object whole with the same bytes, so readers see one or the other.
+  int64_t written = 0;
   for (const StoredLayout::Piece& piece : layout_.Pieces(block)) {
+    STRATA_ASSIGN_OR_RETURN(bool exists, store_->Exists(Key(piece.key)));
+    if (exists) continue;
     if (piece.in_region == Box::FromShape(data.shape())) {
       STRATA_RETURN_IF_ERROR(store_->Set(Key(piece.key), data.bytes()));
+      written += data.nbytes();
       continue;
     }
     // A stored chunk of the block: staged contiguous for its PUT.
     STRATA_ASSIGN_OR_RETURN(NDArray part,
                             NDArray::CopyOf(*scratch_, data.view().Slice(piece.in_region)));
     STRATA_RETURN_IF_ERROR(store_->Set(Key(piece.key), part.bytes()));
+    written += part.nbytes();
   }
-  bytes_written_ += data.nbytes();
+  bytes_written_ += written;
   return Status::Ok();
 }
 

@@ -22,8 +22,23 @@
 // socket closes) or their coordinator dies (PR_SET_PDEATHSIG). The fork
 // happens in the calling thread: other threads of the caller's process must
 // not hold locks the workers need (malloc's are safe under glibc).
+//
+// Hung workers: each worker has a heartbeat thread of its own that counts
+// beats in a page shared with the coordinator (the board) every heartbeat_timeout / 10, whatever
+// its task is doing, so a long task is never taken for a hung worker. The
+// proxy waits for the reply in slices (poll) and reads the count between
+// them; a worker whose count has not moved for heartbeat_timeout (stopped
+// with SIGSTOP, frozen, its process starved) is killed with SIGKILL and
+// handled as a dead one: reaped, reclaimed, its task retried elsewhere.
+//
+// Backups: a straggler's backup runs on another worker; when one of the two
+// attempts completes the task, the board tells the other's worker, whose
+// TaskRunner then publishes nothing. A worker still running a superseded
+// attempt when the compute is over is killed rather than waited for (it may
+// be stuck for good), which costs nothing: the compute needs no more workers.
 #include <fmt/format.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -32,6 +47,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <new>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -55,7 +72,25 @@ struct WorkerProcess {
   int fd = -1;  // the coordinator's end of the socketpair
   bool alive = false;
   int64_t pool_peak = 0;
+  uint64_t beats_seen = ~uint64_t{0};  // the board's count when last read
 };
+
+// The board shared with the workers (mapped before the fork): 2 x workers
+// counters; first, per worker, the attempt id the coordinator found
+// superseded (Dispatcher::superseded_board_), then the heartbeat count its
+// heartbeat thread keeps moving.
+size_t BoardBytes(int workers) {
+  return sizeof(std::atomic<int64_t>) * 2 * static_cast<size_t>(workers);
+}
+
+Result<std::atomic<int64_t>*> MapBoard(int workers) {
+  void* map =
+      ::mmap(nullptr, BoardBytes(workers), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) return ErrnoToStatus(errno, "mapping the worker board");
+  auto* slots = static_cast<std::atomic<int64_t>*>(map);
+  for (int i = 0; i < 2 * workers; ++i) new (&slots[i]) std::atomic<int64_t>(0);
+  return slots;
+}
 
 bool WriteFully(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -96,6 +131,7 @@ class ProcessDispatcher : public Dispatcher {
   using Dispatcher::Dispatcher;
   ~ProcessDispatcher() override {
     if (result_map_) ::munmap(result_map_, result_map_size_);
+    if (board_) ::munmap(board_, BoardBytes(spec_.workers));
   }
 
  protected:
@@ -105,8 +141,9 @@ class ProcessDispatcher : public Dispatcher {
   Status Cleanup() override;
   Result<std::unique_ptr<IntermediateStore>> MakeMemoryTier(const PlannedOp& op) override;
   AttemptOutcome RunAttempt(const Attempt& attempt, int worker) override;
-  void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures) override;
-  void CountErased(const DeadBlock& block, int64_t resident_delta) override;
+  void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
+                     bool duplicate) override;
+  void CountErased(const DeadBlock& block) override;
   Status AllWorkersLost() override;
   SchedulerOptions MakeSchedulerOptions() const override {
     SchedulerOptions o = Dispatcher::MakeSchedulerOptions();
@@ -118,13 +155,19 @@ class ProcessDispatcher : public Dispatcher {
   // Results in one shared mapping, and the ShmStore of the memory tier.
   Status PrepareShared();
   Status StartWorkerProcesses(int count);
-  [[noreturn]] void ChildMain(int fd);
+  [[noreturn]] void ChildMain(int fd, int worker);
   void StopWorkerProcesses();
+  // Waits for `worker`'s reply to `attempt`, watching its heartbeat; kills
+  // it when it is hung, or runs a superseded attempt after the compute is
+  // over. False when the worker is gone (*why says how, when it was killed).
+  bool AwaitReply(const Attempt& attempt, int worker, WireReply* reply, std::string* why);
 
   std::unique_ptr<ShmStore> shm_;
   std::byte* result_map_ = nullptr;  // MAP_SHARED
   size_t result_map_size_ = 0;
   std::vector<WorkerProcess> procs_;  // each entry touched only by its proxy thread
+  std::atomic<int64_t>* board_ = nullptr;  // MAP_SHARED (MapBoard)
+  std::atomic<int64_t>& beats(int worker) { return board_[spec_.workers + worker]; }
   pid_t coordinator_pid_ = 0;
   std::string last_death_;  // guarded by mu_: the last worker death, for the error
 };
@@ -220,6 +263,8 @@ Status ProcessDispatcher::RunTasks() {
 
 Status ProcessDispatcher::StartWorkerProcesses(int count) {
   coordinator_pid_ = ::getpid();
+  STRATA_ASSIGN_OR_RETURN(board_, MapBoard(count));
+  superseded_board_ = board_;
   std::vector<std::array<int, 2>> pairs(count, {-1, -1});
   for (auto& pair : pairs) {
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair.data()) != 0) {
@@ -244,7 +289,7 @@ Status ProcessDispatcher::StartWorkerProcesses(int count) {
           if (fd >= 0 && fd != pairs[w][1]) ::close(fd);
         }
       }
-      ChildMain(pairs[w][1]);
+      ChildMain(pairs[w][1], w);
     }
     if (pid < 0) {
       status = ErrnoToStatus(errno, fmt::format("forking worker process {}", w));
@@ -261,31 +306,78 @@ Status ProcessDispatcher::StartWorkerProcesses(int count) {
   return status;
 }
 
-void ProcessDispatcher::ChildMain(int fd) {
+void ProcessDispatcher::ChildMain(int fd, int worker) {
   // Die with the coordinator; never run its callbacks, lock its scheduler or
   // run its destructors (hence _exit).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != coordinator_pid_) ::_exit(1);
+  // The heartbeat: a thread of its own, so that it beats through any task
+  // however long, and stops only with the process (a SIGSTOP, a freeze).
+  std::atomic<int64_t>* beats = &this->beats(worker);
+  const auto interval = std::chrono::duration<double>(
+      std::clamp(spec_.heartbeat_timeout / 10, 0.005, 1.0));
+  std::thread([beats, interval] {
+    while (true) {
+      beats->fetch_add(1);
+      std::this_thread::sleep_for(interval);
+    }
+  }).detach();
   while (true) {
     WireRequest request;
     if (!ReadFully(fd, &request, sizeof request)) ::_exit(0);
     const int64_t written = TierBytesWritten();
     TaskFigures figures;
-    Status s = runner_->Run(TaskId{request.op, request.block}, request.attempt, &figures);
+    Status s = runner_->Run(TaskId{request.op, request.block}, request.attempt, &figures,
+                            SupersededCheck(worker, request.attempt_id));
     WireReply reply = WireReply::From(s, figures, TierBytesWritten() - written, CurrentRss(),
                                       root_pool_->peak_bytes());
     if (!WriteFully(fd, &reply, sizeof reply)) ::_exit(0);
   }
 }
 
+bool ProcessDispatcher::AwaitReply(const Attempt& attempt, int worker, WireReply* reply,
+                                   std::string* why) {
+  WorkerProcess& proc = procs_[worker];
+  const double timeout = spec_.heartbeat_timeout;
+  const int slice_ms = static_cast<int>(std::clamp(timeout / 8 * 1000, 10.0, 100.0));
+  while (true) {
+    pollfd p{proc.fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, slice_ms);
+    if (n > 0) return ReadFully(proc.fd, reply, sizeof *reply);
+    if (n < 0 && errno != EINTR) return false;
+    const int64_t beats = this->beats(worker).load();
+    std::lock_guard lock(mu_);
+    const double now = Seconds(Clock::now());
+    if (static_cast<uint64_t>(beats) != proc.beats_seen) {
+      proc.beats_seen = static_cast<uint64_t>(beats);
+      scheduler_->Heartbeat(worker, now);
+    }
+    const std::vector<int> silent = scheduler_->SilentWorkers(now, timeout);
+    if (std::find(silent.begin(), silent.end(), worker) != silent.end()) {
+      *why = fmt::format("sent no heartbeat for {:.1f} s (heartbeat_timeout): killed as hung",
+                         timeout);
+      ++hung_workers_killed_;
+    } else if ((scheduler_->done() || !fatal_.ok()) && scheduler_->IsSuperseded(attempt)) {
+      *why = "was still running a superseded attempt when the compute ended: killed";
+    } else {
+      continue;
+    }
+    ::kill(proc.pid, SIGKILL);
+    // The reply, if it raced the kill, no longer matters: EOF follows.
+  }
+}
+
 AttemptOutcome ProcessDispatcher::RunAttempt(const Attempt& attempt, int worker) {
   WorkerProcess& proc = procs_[worker];
   AttemptOutcome out;
-  const WireRequest request{attempt.task.op, attempt.number, attempt.task.block};
+  const WireRequest request{attempt.task.op, attempt.number, attempt.task.block, attempt.id};
   WireReply reply;
+  std::string why;
   if (!proc.alive || !WriteFully(proc.fd, &request, sizeof request) ||
-      !ReadFully(proc.fd, &reply, sizeof reply)) {
-    // The worker died: reap it and reclaim its pins and unsealed objects.
+      !AwaitReply(attempt, worker, &reply, &why)) {
+    // The worker died (or was killed): reap it and reclaim its pins and
+    // unsealed objects.
+    if (proc.alive && why.empty()) ::kill(proc.pid, SIGKILL);  // a broken socket: make sure
     int wstatus = 0;
     pid_t r;
     do {
@@ -295,7 +387,9 @@ AttemptOutcome ProcessDispatcher::RunAttempt(const Attempt& attempt, int worker)
     proc.fd = -1;
     proc.alive = false;
     std::string death = fmt::format("(worker {}, pid {}) {}", worker, proc.pid,
-                                    r == proc.pid ? DescribeExit(wstatus) : "vanished");
+                                    !why.empty()       ? why
+                                    : r == proc.pid ? DescribeExit(wstatus)
+                                                    : "vanished");
     if (shm_) shm_->ReclaimProcess(proc.pid).IgnoreError();
     {
       std::lock_guard lock(mu_);
@@ -318,14 +412,16 @@ AttemptOutcome ProcessDispatcher::RunAttempt(const Attempt& attempt, int worker)
 }
 
 void ProcessDispatcher::CountProduced(const Attempt& /*attempt*/, int /*worker*/,
-                                      const TaskFigures& /*figures*/) {
-  // Every worker's blocks are in the one ShmStore: its usage is the residency.
+                                      const TaskFigures& /*figures*/, bool /*duplicate*/) {
+  // Every worker's blocks are in the one ShmStore: its usage is the
+  // residency (read without the store's lock: a worker holding it may be
+  // stopped).
   resident_ = shm_ ? shm_->used() : 0;
   peak_resident_ = std::max(peak_resident_, resident_);
   scheduler_->SetResident(0, resident_);
 }
 
-void ProcessDispatcher::CountErased(const DeadBlock& /*block*/, int64_t /*resident_delta*/) {
+void ProcessDispatcher::CountErased(const DeadBlock& /*block*/) {
   resident_ = shm_ ? shm_->used() : 0;
   scheduler_->SetResident(0, resident_);
 }

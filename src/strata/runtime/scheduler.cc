@@ -1,6 +1,7 @@
 #include "strata/runtime/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "strata/base/check.h"
 
@@ -36,6 +37,9 @@ Scheduler::Scheduler(const Plan& plan, SchedulerOptions options)
     if (!o.materialized) continue;
     tasks_remaining_ += o.num_tasks();
     OpState& s = state_[o.index];
+    if (options_.backups.enabled && o.num_tasks() >= options_.backups.min_tasks) {
+      s.durations = std::make_unique<Durations>();
+    }
     if (o.dependencies.empty()) {
       s.cursor = true;
       if (o.num_tasks() > 0) cursor_ops_.push_back(o.index);
@@ -91,13 +95,15 @@ std::optional<Attempt> Scheduler::Next(int worker, bool* wake_others) {
   if (worker < 0 || worker >= static_cast<int>(worker_alive_.size()) || !worker_alive_[worker]) {
     return std::nullopt;
   }
-  // A backup goes first: its task holds up everything that reads it.
+  // A backup goes first (its task holds up everything that reads it), on
+  // another worker than its original's and where it fits.
   for (auto it = backups_.begin(); it != backups_.end(); ++it) {
     bool same_worker = false;
     for (const Running& r : running_) {
-      same_worker = same_worker || (r.task == it->task && r.worker == worker);
+      same_worker = same_worker || (r.attempt.task == it->task && r.worker == worker);
     }
-    if (same_worker) continue;  // a backup runs elsewhere
+    const bool avoided = it->avoid == worker && live_workers_ > 1;
+    if (same_worker || avoided || !Fits(*it, worker)) continue;
     Ready chosen = *it;
     backups_.erase(it);
     return Start(chosen, worker);
@@ -143,13 +149,8 @@ std::optional<Attempt> Scheduler::Next(int worker, bool* wake_others) {
     std::swap(window[0], window[chosen]);
     best = window[0];
   }
-  const Domain& domain = domains_[options_.worker_domain[worker]];
-  const int64_t projected = op(best.task.op).projected_mem;
   const bool avoided = best.avoid == worker && live_workers_ > 1;
-  const bool no_room = !running_.empty() && domain.running_projected + projected +
-                                                    domain.resident >
-                                                domain.capacity;
-  if (avoided || no_room) {
+  if (avoided || !Fits(best, worker)) {
     if (avoided && wake_others) *wake_others = true;
     for (const Ready& r : window) ready_.push(r);
     return std::nullopt;
@@ -167,6 +168,13 @@ std::optional<Attempt> Scheduler::Next(int worker, bool* wake_others) {
   return Start(best, worker);
 }
 
+bool Scheduler::Fits(const Ready& ready, int worker) const {
+  if (running_.empty()) return true;  // a plan always progresses
+  const Domain& domain = domains_[options_.worker_domain[worker]];
+  return domain.running_projected + op(ready.task.op).projected_mem + domain.resident <=
+         domain.capacity;
+}
+
 Attempt Scheduler::Start(const Ready& ready, int worker) {
   Attempt a;
   a.task = ready.task;
@@ -177,21 +185,56 @@ Attempt Scheduler::Start(const Ready& ready, int worker) {
   a.first_of_op = !s.started;
   s.started = true;
   const int64_t projected = op(ready.task.op).projected_mem;
-  running_.push_back({a.id, a.task, worker, projected, false});
+  running_.push_back({a, worker, projected, now_, false, ready.backup});
   domains_[options_.worker_domain[worker]].running_projected += projected;
   return a;
 }
 
 std::vector<Scheduler::Running>::iterator Scheduler::FindRunning(int64_t attempt_id) {
   return std::find_if(running_.begin(), running_.end(),
-                      [&](const Running& r) { return r.id == attempt_id; });
+                      [&](const Running& r) { return r.attempt.id == attempt_id; });
 }
 
-void Scheduler::Stop(int64_t attempt_id) {
+std::vector<Scheduler::Running>::const_iterator Scheduler::FindRunning(
+    int64_t attempt_id) const {
+  return std::find_if(running_.begin(), running_.end(),
+                      [&](const Running& r) { return r.attempt.id == attempt_id; });
+}
+
+bool Scheduler::AnyAttemptRunning(const TaskId& task) const {
+  return std::any_of(running_.begin(), running_.end(),
+                     [&](const Running& r) { return r.attempt.task == task; });
+}
+
+std::vector<DeadBlock> Scheduler::Stop(int64_t attempt_id) {
   auto it = FindRunning(attempt_id);
   STRATA_CHECK(it != running_.end()) << "attempt " << attempt_id << " is not running";
   domains_[options_.worker_domain[it->worker]].running_projected -= it->projected;
+  const TaskId task = it->attempt.task;
   running_.erase(it);
+  std::vector<DeadBlock> released;
+  if (deferred_dead_.empty() || AnyAttemptRunning(task)) return released;
+  std::erase_if(deferred_dead_, [&](const DeadBlock& d) {
+    if (d.op != task.op || d.block != task.block) return false;
+    released.push_back(d);
+    return true;
+  });
+  return released;
+}
+
+void Scheduler::Kill(const DeadBlock& dead, std::vector<DeadBlock>* now) {
+  // The block of task (op, block): while an attempt of that task runs (one
+  // that was superseded), it may still publish the block; erase it after.
+  if (AnyAttemptRunning(TaskId{dead.op, dead.block})) {
+    deferred_dead_.push_back(dead);
+  } else {
+    now->push_back(dead);
+  }
+}
+
+bool Scheduler::IsSuperseded(const Attempt& attempt) const {
+  auto it = FindRunning(attempt.id);
+  return it != running_.end() && it->lost;
 }
 
 Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
@@ -199,16 +242,26 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
   auto it = FindRunning(attempt.id);
   STRATA_CHECK(it != running_.end()) << "attempt " << attempt.id << " is not running";
   const bool lost = it->lost;
-  Stop(attempt.id);
+  const double seconds = now_ - it->start;
   if (lost) {
     c.duplicate = true;
+    if (op(attempt.task.op).tier != Tier::kNone) {
+      c.duplicate_copy = DeadBlock{attempt.task.op, attempt.task.block, worker, /*copy=*/true};
+    }
+    c.dead = Stop(attempt.id);
     return c;
   }
-  // Other attempts of this task (a backup, or the original) lose.
+  c.dead = Stop(attempt.id);
+  // Other attempts of this task (a backup, or the original) are superseded.
   for (Running& r : running_) {
-    if (r.task == attempt.task) r.lost = true;
+    if (r.attempt.task == attempt.task) {
+      r.lost = true;
+      c.superseded.push_back({r.worker, r.attempt.id});
+    }
   }
   std::erase_if(backups_, [&](const Ready& b) { return b.task == attempt.task; });
+  if (attempt.backup) ++backups_won_;
+  if (state_[attempt.task.op].durations) state_[attempt.task.op].durations->Add(seconds);
 
   const TaskId& task = attempt.task;
   const PlannedOp& o = op(task.op);
@@ -244,7 +297,7 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
   }
   if (o.tier != Tier::kNone) {
     if (readers == 0) {
-      c.dead.push_back({task.op, task.block, worker});
+      Kill({task.op, task.block, worker}, &c.dead);
     } else {
       LiveBlock& live = s.live[task.block];
       live.readers = static_cast<int32_t>(readers);
@@ -262,7 +315,7 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
       STRATA_CHECK(live != ps.live.end())
           << "block " << linear << " of op " << d.producer << " read but not alive";
       if (--live->second.readers == 0) {
-        c.dead.push_back({d.producer, linear, live->second.producer});
+        Kill({d.producer, linear, live->second.producer}, &c.dead);
         ps.live.erase(live);
       }
     });
@@ -270,39 +323,99 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
   return c;
 }
 
-void Scheduler::Requeue(const Attempt& attempt, int avoid) {
-  Stop(attempt.id);
-  for (const Running& r : running_) {
-    if (r.task == attempt.task) return;  // another attempt is still running
+std::vector<DeadBlock> Scheduler::Requeue(const Attempt& attempt, int avoid) {
+  auto it = FindRunning(attempt.id);
+  STRATA_CHECK(it != running_.end()) << "attempt " << attempt.id << " is not running";
+  const bool lost = it->lost;
+  std::vector<DeadBlock> released = Stop(attempt.id);
+  if (lost || AnyAttemptRunning(attempt.task)) return released;
+  for (Ready& b : backups_) {
+    if (b.task == attempt.task) {
+      // The queued backup becomes the retry.
+      b.attempts = std::max(b.attempts, attempt.number);
+      b.avoid = avoid;
+      return released;
+    }
   }
   ready_.push({attempt.task, attempt.number, avoid});
+  return released;
 }
 
-void Scheduler::Abandon(const Attempt& attempt) { Stop(attempt.id); }
+std::vector<DeadBlock> Scheduler::Abandon(const Attempt& attempt) { return Stop(attempt.id); }
 
-void Scheduler::WorkerLost(int worker, const Attempt& attempt, bool retry) {
+std::vector<DeadBlock> Scheduler::WorkerLost(int worker, const Attempt& attempt, bool retry) {
   if (worker_alive_[worker]) {
     worker_alive_[worker] = false;
     --live_workers_;
   }
-  if (retry) {
-    Requeue(attempt, -1);
-  } else {
-    Stop(attempt.id);
-  }
+  // A queued backup of the attempt becomes its retry (Requeue).
+  return retry ? Requeue(attempt, -1) : Stop(attempt.id);
 }
 
 bool Scheduler::AddBackup(const Attempt& running) {
   auto it = FindRunning(running.id);
-  if (it == running_.end() || it->lost) return false;
+  if (it == running_.end() || it->lost || it->backed || live_workers_ < 2) return false;
   for (const Running& r : running_) {
-    if (r.task == running.task && r.id != running.id) return false;
+    if (r.attempt.task == running.task && r.attempt.id != running.id) return false;
   }
   for (const Ready& b : backups_) {
     if (b.task == running.task) return false;
   }
+  it->backed = true;
   backups_.push_back({running.task, running.number, -1, true});
+  ++backups_added_;
   return true;
+}
+
+void Scheduler::SetNow(double seconds) { now_ = std::max(now_, seconds); }
+
+void Scheduler::Durations::Add(double seconds) {
+  const double octaves = std::log2(std::max(seconds, kMinSeconds) / kMinSeconds);
+  const int bin = std::clamp(static_cast<int>(octaves * kBinsPerOctave), 0,
+                             static_cast<int>(bins.size()) - 1);
+  ++bins[bin];
+  ++count;
+}
+
+double Scheduler::Durations::Median() const {
+  if (count == 0) return -1;
+  int64_t seen = 0;
+  for (size_t b = 0; b < bins.size(); ++b) {
+    seen += bins[b];
+    if (2 * seen >= count) {
+      return kMinSeconds * std::exp2(static_cast<double>(b + 1) / kBinsPerOctave);
+    }
+  }
+  return kMinSeconds * std::exp2(static_cast<double>(bins.size()) / kBinsPerOctave);
+}
+
+double Scheduler::MedianSeconds(int op_index) const {
+  const auto& d = state_[op_index].durations;
+  return d ? d->Median() : -1;
+}
+
+std::vector<Attempt> Scheduler::Stragglers() const {
+  std::vector<Attempt> out;
+  const BackupPolicy& policy = options_.backups;
+  if (!policy.enabled || live_workers_ < 2) return out;
+  for (const Running& r : running_) {
+    if (r.lost || r.backed) continue;
+    const OpState& s = state_[r.attempt.task.op];
+    if (!s.durations) continue;
+    const int64_t tasks = op(r.attempt.task.op).num_tasks();
+    if (static_cast<double>(s.done) < policy.min_done_fraction * static_cast<double>(tasks)) {
+      continue;
+    }
+    const double median = s.durations->Median();
+    if (median < 0 || now_ - r.start <= policy.slowdown * median) continue;
+    // Another attempt of it (a retry racing) would make this one no straggler.
+    bool alone = true;
+    for (const Running& q : running_) {
+      alone = alone && (q.attempt.task != r.attempt.task || q.attempt.id == r.attempt.id);
+    }
+    if (alone) out.push_back(r.attempt);
+  }
+  return out;
 }
 
 void Scheduler::Heartbeat(int worker, double now) { heartbeat_[worker] = now; }
@@ -310,6 +423,7 @@ void Scheduler::Heartbeat(int worker, double now) { heartbeat_[worker] = now; }
 std::vector<int> Scheduler::SilentWorkers(double now, double timeout) const {
   std::vector<int> silent;
   for (const Running& r : running_) {
+    if (!worker_alive_[r.worker]) continue;
     if (now - heartbeat_[r.worker] > timeout &&
         std::find(silent.begin(), silent.end(), r.worker) == silent.end()) {
       silent.push_back(r.worker);

@@ -33,15 +33,31 @@
 // Attempts: Next() hands out an Attempt; its outcome comes back through
 // Succeeded, Requeue, Abandon or WorkerLost. A task may have two attempts in
 // flight (a backup of a straggler, AddBackup): the first to succeed
-// completes the task, a later success is reported as a duplicate and
-// changes nothing. Heartbeat/SilentWorkers let a dispatcher find workers
-// that stopped making progress.
+// completes the task and the other is *superseded*: its success is reported
+// as a duplicate and changes nothing, its failure is no failure of the
+// compute. A block whose readers are done is not declared dead while an
+// attempt that may still publish it runs (a superseded one): its erase waits
+// for that attempt to end, so a late write of the loser can never bring an
+// erased block back. Refcounts and admission count a task once, whichever
+// attempt wins.
+//
+// Stragglers (Stragglers, as Cubed and MapReduce do it): once an op of at
+// least `min_tasks` tasks has `min_done_fraction` of them done, an attempt
+// that has run for more than `slowdown` x the median time of the op's
+// completed tasks gets a backup on another worker. Task times come from the
+// clock the dispatcher sets (SetNow) and are kept per op in a log-scale
+// histogram (4.4% wide bins), so the memory they take does not grow with the
+// number of tasks.
+//
+// Heartbeats: Heartbeat/SilentWorkers let a dispatcher find workers that
+// stopped making progress.
 //
 // Thread-safety: none; the dispatcher calls it under its own mutex.
 #ifndef STRATA_RUNTIME_SCHEDULER_H_
 #define STRATA_RUNTIME_SCHEDULER_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <span>
@@ -75,6 +91,25 @@ struct DeadBlock {
   int op = -1;
   Index block = 0;
   int producer = -1;  // worker that produced it
+  // Only the copy a superseded attempt published on `producer` (executors
+  // whose workers keep private copies); the block itself may live on.
+  bool copy = false;
+};
+
+// An attempt that lost to another attempt of its task: its result is not
+// needed (the dispatcher may tell the worker so, or stop it once the
+// compute is over).
+struct Superseded {
+  int worker = -1;
+  int64_t attempt_id = 0;
+};
+
+// When a running attempt gets a backup (see the header comment).
+struct BackupPolicy {
+  bool enabled = false;
+  double slowdown = 3.0;
+  double min_done_fraction = 0.5;
+  int64_t min_tasks = 10;
 };
 
 struct SchedulerOptions {
@@ -86,6 +121,7 @@ struct SchedulerOptions {
   int workers = 1;
   // Prefer tasks whose inputs the asking worker produced.
   bool locality = false;
+  BackupPolicy backups;
 };
 
 class Scheduler {
@@ -99,24 +135,50 @@ class Scheduler {
   std::optional<Attempt> Next(int worker, bool* wake_others = nullptr);
 
   struct Completion {
-    bool duplicate = false;         // the task was already done (a backup lost)
+    // The task was already done: this attempt was superseded (a straggler
+    // that lost to its backup, or a backup that lost to it).
+    bool duplicate = false;
     std::vector<DeadBlock> dead;    // blocks to erase from their tiers
     std::vector<int> finished_ops;  // ops whose last task this was
+    // A duplicate of a tiered op: the block this attempt published, for
+    // executors whose workers keep private copies (mpi); where the workers
+    // share one tier, its publish-once Put kept a single copy.
+    std::optional<DeadBlock> duplicate_copy;
+    // Other attempts of the task, now superseded.
+    std::vector<Superseded> superseded;
   };
   // The attempt succeeded on `worker`.
   Completion Succeeded(const Attempt& attempt, int worker);
   // The attempt failed and will be retried: back to the ready queue, with
-  // `avoid` (a worker) going last for it (-1: none).
-  void Requeue(const Attempt& attempt, int avoid);
-  // The attempt failed for good (the compute fails): forget it.
-  void Abandon(const Attempt& attempt);
+  // `avoid` (a worker) going last for it (-1: none); not when another
+  // attempt of the task runs or is queued, or the task is done. Returns the
+  // blocks whose erase waited for this attempt.
+  std::vector<DeadBlock> Requeue(const Attempt& attempt, int avoid);
+  // The attempt failed for good, or was superseded and ended without a
+  // result: forget it. Returns the blocks whose erase waited for it.
+  std::vector<DeadBlock> Abandon(const Attempt& attempt);
   // `worker` is gone while running `attempt`; with `retry` the task goes back
-  // to the queue (the attempt is spent).
-  void WorkerLost(int worker, const Attempt& attempt, bool retry);
+  // to the queue (the attempt is spent) unless another attempt completed or
+  // carries it. Returns the blocks whose erase waited for this attempt.
+  std::vector<DeadBlock> WorkerLost(int worker, const Attempt& attempt, bool retry);
+  // True when another attempt completed the attempt's task.
+  bool IsSuperseded(const Attempt& attempt) const;
 
+  // Sets the clock (seconds, on the dispatcher's clock, never going back):
+  // attempts started from now on are timed against it.
+  void SetNow(double seconds);
+  // Running attempts that deserve a backup now (policy in the header
+  // comment): not superseded, without a backup, with another live worker.
+  std::vector<Attempt> Stragglers() const;
+  // The median time of `op`'s completed tasks (the upper edge of its
+  // histogram bin), or -1 before any completed.
+  double MedianSeconds(int op) const;
   // Queues a second attempt of a running task; false if it is not running
-  // (done already) or has a backup. The backup goes before other ready tasks.
+  // (done already), has a backup, or no other worker is alive. The backup
+  // goes before other ready tasks that fit.
   bool AddBackup(const Attempt& running);
+  int64_t backups_added() const { return backups_added_; }
+  int64_t backups_won() const { return backups_won_; }
   // Heartbeats (seconds on the dispatcher's clock) and the workers that have
   // sent none for `timeout` while running an attempt.
   void Heartbeat(int worker, double now);
@@ -150,6 +212,17 @@ class Scheduler {
     const Plan* plan;
     bool operator()(const Ready& a, const Ready& b) const;  // a after b
   };
+  // Completed-task times of one op: counts per log2-scale bin of
+  // 1/kBinsPerOctave octave from kMinSeconds up.
+  struct Durations {
+    static constexpr int kBinsPerOctave = 16;
+    static constexpr int kOctaves = 44;  // 2^-20 s (1 us) .. 2^24 s (194 days)
+    static constexpr double kMinSeconds = 1.0 / (1 << 20);
+    std::vector<uint32_t> bins = std::vector<uint32_t>(kBinsPerOctave * kOctaves, 0);
+    int64_t count = 0;
+    void Add(double seconds);
+    double Median() const;
+  };
   struct LiveBlock {
     int32_t readers = 0;
     int16_t producer = -1;
@@ -164,13 +237,15 @@ class Scheduler {
     Index next_block = 0;  // cursor ops hand out blocks in order
     bool cursor = false;
     bool started = false;
+    std::unique_ptr<Durations> durations;  // ops that may get backups
   };
   struct Running {
-    int64_t id = 0;
-    TaskId task;
+    Attempt attempt;
     int worker = -1;
     int64_t projected = 0;
-    bool lost = false;  // another attempt of the task completed it
+    double start = 0;
+    bool lost = false;    // another attempt of the task completed it
+    bool backed = false;  // has (or had) a backup
   };
   struct Domain {
     int64_t capacity = 0;
@@ -183,9 +258,15 @@ class Scheduler {
   int64_t LocalInputs(const TaskId& task, int worker) const;
   // Whether some task of `op_index` may read no block of any dependency.
   bool MayHaveTasksWithoutInputs(int op_index) const;
+  bool Fits(const Ready& ready, int worker) const;
   Attempt Start(const Ready& ready, int worker);
-  void Stop(int64_t attempt_id);
+  // Forgets a running attempt; returns the dead blocks that waited for it.
+  std::vector<DeadBlock> Stop(int64_t attempt_id);
   std::vector<Running>::iterator FindRunning(int64_t attempt_id);
+  std::vector<Running>::const_iterator FindRunning(int64_t attempt_id) const;
+  bool AnyAttemptRunning(const TaskId& task) const;
+  // `dead` now, or once no attempt of its task runs.
+  void Kill(const DeadBlock& dead, std::vector<DeadBlock>* now);
 
   const Plan& plan_;
   SchedulerOptions options_;
@@ -194,6 +275,10 @@ class Scheduler {
   std::priority_queue<Ready, std::vector<Ready>, ReadyOrder> ready_;
   std::vector<Ready> backups_;
   std::vector<Running> running_;
+  std::vector<DeadBlock> deferred_dead_;  // waiting for a superseded attempt to end
+  double now_ = 0;
+  int64_t backups_added_ = 0;
+  int64_t backups_won_ = 0;
   std::vector<Domain> domains_;
   std::vector<double> heartbeat_;
   std::vector<bool> worker_alive_;

@@ -226,6 +226,254 @@ TEST(SchedulerTest, SilentWorkersAreTheOnesRunningWithoutHeartbeats) {
   EXPECT_EQ(s.SilentWorkers(11.0, 5.0), std::vector<int>{1});
 }
 
+SchedulerOptions WithBackups(int workers, int64_t min_tasks = 4) {
+  SchedulerOptions o;
+  o.workers = workers;
+  o.backups.enabled = true;
+  o.backups.slowdown = 3.0;
+  o.backups.min_done_fraction = 0.5;
+  o.backups.min_tasks = min_tasks;
+  return o;
+}
+
+// One op of `tasks` tasks and no dependencies.
+struct Flat {
+  std::shared_ptr<const Plan> plan;
+  int op = -1;
+};
+Flat FlatPlan(Index tasks) {
+  auto node = Over(Virtual({tasks}, {1}), {1}, "flat");
+  Flat f;
+  f.plan = PlanOf(node, TestSpec());
+  f.op = f.plan->IndexOf(node.get());
+  return f;
+}
+
+// Runs tasks on `worker`, each taking `seconds` on the scheduler's clock,
+// until `count` tasks of op `op` are done.
+void RunTasks(Scheduler& s, int op, int count, double seconds, double* now, int worker = 0) {
+  for (int done = 0; done < count;) {
+    s.SetNow(*now);
+    std::optional<Attempt> a = s.Next(worker);
+    ASSERT_TRUE(a);
+    *now += seconds;
+    s.SetNow(*now);
+    s.Succeeded(*a, worker);
+    if (a->task.op == op) ++done;
+  }
+}
+
+// The policy of Cubed's backups, step by step: none for a task within
+// slowdown x the median of its op's task times, one for a task past it, and
+// never two.
+TEST(SchedulerTest, StragglerGetsABackupPastThreeTimesTheMedian) {
+  Flat flat = FlatPlan(8);
+  const Plan& plan = *flat.plan;
+  const int op = flat.op;
+  Scheduler s(plan, WithBackups(2));
+  double now = 0;
+  RunTasks(s, op, 3, 1.0, &now);
+  std::optional<Attempt> slow = s.Next(1);  // starts at 3 s
+  ASSERT_TRUE(slow);
+  RunTasks(s, op, 1, 1.0, &now);  // 4 of 8 done: half
+  EXPECT_NEAR(s.MedianSeconds(op), 1.0, 0.05);
+  s.SetNow(3.0 + 2.9);
+  EXPECT_TRUE(s.Stragglers().empty()) << "2.9 s is within 3 x the median";
+  s.SetNow(3.0 + 3.2);
+  std::vector<Attempt> stragglers = s.Stragglers();
+  ASSERT_EQ(stragglers.size(), 1u);
+  EXPECT_EQ(stragglers[0].id, slow->id);
+  ASSERT_TRUE(s.AddBackup(stragglers[0]));
+  EXPECT_TRUE(s.Stragglers().empty()) << "one backup per task";
+  EXPECT_FALSE(s.AddBackup(*slow));
+  EXPECT_EQ(s.backups_added(), 1);
+  std::optional<Attempt> other = s.Next(1);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->backup) << "a backup never runs beside its original";
+  std::optional<Attempt> backup = s.Next(0);
+  ASSERT_TRUE(backup);
+  EXPECT_TRUE(backup->backup);
+  EXPECT_EQ(backup->task, slow->task);
+  EXPECT_EQ(backup->number, 2);
+}
+
+TEST(SchedulerTest, NoBackupsTooEarlyForSmallOpsOrWithOneWorker) {
+  Flat flat = FlatPlan(8);
+  const Plan& plan = *flat.plan;
+  const int op = flat.op;
+  struct Case {
+    SchedulerOptions options;
+    int done;
+    const char* why;
+  };
+  for (const Case& c : {Case{WithBackups(2), 3, "3 of 8 done: under half"},
+                        Case{WithBackups(2, /*min_tasks=*/10), 6, "8 tasks: under min_tasks"},
+                        Case{WithBackups(1), 6, "one worker"}}) {
+    Scheduler s(plan, c.options);
+    double now = 0;
+    RunTasks(s, op, c.done, 1.0, &now);
+    std::optional<Attempt> slow = s.Next(0);
+    ASSERT_TRUE(slow);
+    s.SetNow(now + 100);
+    EXPECT_TRUE(s.Stragglers().empty()) << c.why;
+  }
+  Scheduler one(plan, WithBackups(1));
+  std::optional<Attempt> a = one.Next(0);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(one.AddBackup(*a)) << "a backup needs another worker";
+}
+
+// A chain (producer: 8 tasks, consumer: 4) with producer block 4's first
+// attempt on worker 0 superseded by a backup on worker 1 that finished.
+struct Superseding {
+  Chain chain = MakeChain(TestSpec());
+  Scheduler s{*chain.plan, WithBackups(2)};
+  std::optional<Attempt> slow, backup;
+  Scheduler::Completion won;
+  Superseding() {
+    double now = 0;
+    RunTasks(s, chain.producer, 4, 1.0, &now);  // blocks 0..3, consumer 0
+    RunTasks(s, chain.consumer, 1, 1.0, &now);  // consumer 1
+    s.SetNow(now);
+    slow = s.Next(0);
+    s.SetNow(now + 5);
+    std::vector<Attempt> stragglers = s.Stragglers();
+    if (!slow || stragglers.size() != 1 || !s.AddBackup(stragglers[0])) return;
+    backup = s.Next(1);
+    if (backup) won = s.Succeeded(*backup, 1);
+  }
+};
+
+// The backup wins; the straggler's late success is a duplicate. A block the
+// straggler's task produced is not erased while the straggler runs (it could
+// still publish it), however early its readers finish: the erase comes when
+// the straggler ends. Readers count the task once.
+TEST(SchedulerTest, BlocksOfASupersededAttemptDieWhenItEnds) {
+  Superseding x;
+  Scheduler& s = x.s;
+  ASSERT_TRUE(x.slow && x.backup);
+  ASSERT_EQ(x.slow->task, (TaskId{x.chain.producer, 4}));
+  EXPECT_TRUE(x.backup->backup);
+  EXPECT_FALSE(x.won.duplicate);
+  ASSERT_EQ(x.won.superseded.size(), 1u);
+  EXPECT_EQ(x.won.superseded[0].worker, 0);
+  EXPECT_EQ(x.won.superseded[0].attempt_id, x.slow->id);
+  EXPECT_TRUE(s.IsSuperseded(*x.slow));
+  EXPECT_EQ(s.backups_won(), 1);
+  std::optional<Attempt> p5 = s.Next(1);
+  ASSERT_TRUE(p5);
+  ASSERT_EQ(p5->task, (TaskId{x.chain.producer, 5}));
+  s.Succeeded(*p5, 1);
+  std::optional<Attempt> c2 = s.Next(1);  // reads blocks 4 and 5
+  ASSERT_TRUE(c2);
+  ASSERT_EQ(c2->task, (TaskId{x.chain.consumer, 2}));
+  Scheduler::Completion read = s.Succeeded(*c2, 1);
+  ASSERT_EQ(read.dead.size(), 1u);
+  EXPECT_EQ(read.dead[0].block, 5) << "block 4 waits for the straggler";
+  const int64_t remaining = s.tasks_remaining();
+  Scheduler::Completion late = s.Succeeded(*x.slow, 0);
+  EXPECT_TRUE(late.duplicate);
+  EXPECT_EQ(s.tasks_remaining(), remaining) << "counted once";
+  ASSERT_TRUE(late.duplicate_copy);
+  EXPECT_TRUE(late.duplicate_copy->copy);
+  EXPECT_EQ(late.duplicate_copy->producer, 0);
+  ASSERT_EQ(late.dead.size(), 1u);
+  EXPECT_EQ(late.dead[0].block, 4);
+  EXPECT_EQ(late.dead[0].producer, 1) << "the winner's block";
+  EXPECT_FALSE(late.dead[0].copy);
+}
+
+// A superseded attempt that fails, or whose worker is lost, is no failure:
+// its task is not queued again, and every other task runs once.
+TEST(SchedulerTest, SupersededAttemptFailingChangesNothing) {
+  for (int how = 0; how < 3; ++how) {
+    Superseding x;
+    Scheduler& s = x.s;
+    ASSERT_TRUE(x.slow && x.backup);
+    const int64_t remaining = s.tasks_remaining();
+    if (how == 0) s.Requeue(*x.slow, 0);
+    if (how == 1) s.Abandon(*x.slow);
+    if (how == 2) s.WorkerLost(0, *x.slow, /*retry=*/true);
+    EXPECT_EQ(s.tasks_remaining(), remaining);
+    EXPECT_EQ(s.running(), 0);
+    std::set<std::pair<int, Index>> seen;
+    int64_t erased = 0;
+    while (!s.done()) {
+      std::optional<Attempt> a = s.Next(1);
+      ASSERT_TRUE(a) << "stalled";
+      EXPECT_TRUE(seen.insert({a->task.op, a->task.block}).second);
+      EXPECT_FALSE(a->task == x.slow->task);
+      erased += static_cast<int64_t>(s.Succeeded(*a, 1).dead.size());
+    }
+    EXPECT_EQ(erased, 4) << "blocks 4..7, block 4 once";
+    EXPECT_EQ(s.state_entries(), 0);
+  }
+}
+
+// The original fails while its backup is queued: the backup is the retry,
+// so the task is queued once, not twice.
+TEST(SchedulerTest, QueuedBackupBecomesTheRetry) {
+  Flat flat = FlatPlan(8);
+  const Plan& plan = *flat.plan;
+  const int op = flat.op;
+  Scheduler s(plan, WithBackups(2));
+  double now = 0;
+  RunTasks(s, op, 4, 1.0, &now);
+  std::optional<Attempt> slow = s.Next(0);
+  ASSERT_TRUE(slow);
+  s.SetNow(now + 5);
+  ASSERT_TRUE(s.AddBackup(*slow));
+  s.Requeue(*slow, /*avoid=*/0);
+  std::set<Index> seen;
+  while (!s.done()) {
+    std::optional<Attempt> a = s.Next(1);
+    ASSERT_TRUE(a);
+    EXPECT_TRUE(seen.insert(a->task.block).second) << "block " << a->task.block << " twice";
+    s.Succeeded(*a, 1);
+  }
+  EXPECT_TRUE(seen.count(slow->task.block));
+}
+
+// A backup waits for room like any task, and lets other tasks by meanwhile.
+TEST(SchedulerTest, BackupsAreAdmittedUnderTheMemoryBudget) {
+  Flat flat = FlatPlan(8);
+  const Plan& plan = *flat.plan;
+  const int op = flat.op;
+  const int64_t projected = plan.ops()[op].projected_mem;
+  SchedulerOptions o = WithBackups(3);
+  o.domain_capacity = {projected, projected};
+  o.worker_domain = {0, 1, 1};
+  Scheduler s(plan, o);
+  double now = 0;
+  RunTasks(s, op, 4, 1.0, &now);
+  std::optional<Attempt> slow = s.Next(0);
+  ASSERT_TRUE(slow);
+  std::optional<Attempt> busy = s.Next(1);  // fills domain 1
+  ASSERT_TRUE(busy);
+  s.SetNow(now + 5);
+  ASSERT_TRUE(s.AddBackup(*slow));
+  EXPECT_FALSE(s.Next(2)) << "domain 1 is full";
+  s.Succeeded(*busy, 1);
+  std::optional<Attempt> backup = s.Next(2);
+  ASSERT_TRUE(backup);
+  EXPECT_TRUE(backup->backup);
+}
+
+TEST(SchedulerTest, MedianOfTaskTimesIsWithinABin) {
+  Flat flat = FlatPlan(8);
+  const Plan& plan = *flat.plan;
+  const int op = flat.op;
+  Scheduler s(plan, WithBackups(2));
+  EXPECT_EQ(s.MedianSeconds(op), -1);
+  double now = 0;
+  RunTasks(s, op, 1, 0.010, &now);
+  RunTasks(s, op, 1, 0.020, &now);
+  RunTasks(s, op, 1, 5.0, &now);
+  const double median = s.MedianSeconds(op);
+  EXPECT_GE(median, 0.020);
+  EXPECT_LE(median, 0.020 * 1.05);
+}
+
 // A copy of an array of 10^8 blocks through a materialized op: the
 // scheduler keeps no state per block, only for blocks in flight.
 TEST(SchedulerTest, StateOfAHugeGridStaysProportionalToWorkInFlight) {

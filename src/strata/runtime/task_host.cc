@@ -187,7 +187,7 @@ Result<std::optional<NDArray>> TaskHost::Run(const TaskId& task, int attempt,
     lent.emplace_back(lent_[in.task.op], std::move(block));
   }
   std::optional<NDArray> kept;
-  STRATA_RETURN_IF_ERROR(runner_->Run(task, attempt, figures, &kept));
+  STRATA_RETURN_IF_ERROR(runner_->Run(task, attempt, figures, /*superseded=*/{}, &kept));
   return kept;
 }
 

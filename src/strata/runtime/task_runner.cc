@@ -322,12 +322,24 @@ Status TaskRunner::WriteStoreBlock(const Node& node, std::span<const Index> bloc
 }
 
 Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
+                       const std::function<bool()>& superseded,
                        std::optional<NDArray>* kept) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
   Shape block(node.grid.rank());
   UnravelIndex(task.block, node.grid.grid_shape(), block);
   if (options_.fault_injector) STRATA_RETURN_IF_ERROR(options_.fault_injector(op, block, attempt));
+  // A straggler whose backup finished first stops at its next step: its
+  // result is not needed, and not publishing it keeps the tiers' and the
+  // destination's writes to the winner's.
+  auto check = [&]() -> Status {
+    if (superseded && superseded()) {
+      return AbortedError(fmt::format("task {} of {} was completed by another attempt",
+                                      BlockName(block), node.op_name));
+    }
+    return Status::Ok();
+  };
+  STRATA_RETURN_IF_ERROR(check());
   Frame frame;
   frame.root = task.op;
   frame.pool = pool_->NewChild(
@@ -341,17 +353,21 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     // Into part of an existing array: blocks are aligned to its chunks, so a
     // chunk is written by one task; one partly covered is read-modify-written.
     STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
+    STRATA_RETURN_IF_ERROR(check());
     Box box = node.grid.BlockBox(block);
     for (int i = 0; i < box.rank(); ++i) box.origin[i] += target->mode().region_origin[i];
     STRATA_RETURN_IF_ERROR(target->array()->WriteRegion(box, in.view, *frame.pool));
   } else if (target != nullptr && target->array()->is_sharded()) {
+    STRATA_RETURN_IF_ERROR(check());
     STRATA_RETURN_IF_ERROR(StoreShard(node, block, frame));
   } else if (target != nullptr) {
     STRATA_ASSIGN_OR_RETURN(BlockView in, Obtain(*node.inputs[0], block, frame));
+    STRATA_RETURN_IF_ERROR(check());
     STRATA_RETURN_IF_ERROR(WriteStoreBlock(node, block, in.view, frame));
   } else {
     STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
     frame.fetched.clear();  // inputs are no longer needed
+    STRATA_RETURN_IF_ERROR(check());
     const bool keep = kept && KeepsBlock(op);
     if (op.output_slot >= 0 && !keep) {
       Box box = node.grid.BlockBox(block);
@@ -359,14 +375,12 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     }
     if (op.tier != Tier::kNone && !(keep && op.tier == Tier::kMemory)) {
       IntermediateStore& tier = *tiers_[task.op];
-      const int64_t before = tier.resident_bytes();
       if (keep) {  // a result block that readers also find on disk
         STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
         STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
       } else {
         STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
       }
-      figures->resident_delta = tier.resident_bytes() - before;
     }
     if (keep) kept->emplace(std::move(out));
   }

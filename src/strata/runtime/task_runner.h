@@ -18,6 +18,7 @@
 #define STRATA_RUNTIME_TASK_RUNNER_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -39,8 +40,6 @@ struct TaskFigures {
   double end_seconds = 0;
   int64_t measured_peak = 0;  // the task's MemoryPool
   int64_t worker_rss = 0;     // the worker's resident set, where a dispatcher measures it
-  // Change of the task's tier's resident_bytes() across its Put.
-  int64_t resident_delta = 0;
   // A store task whose chunk a resumed run found complete: nothing was done.
   bool skipped = false;
 };
@@ -60,11 +59,15 @@ class TaskRunner {
              const ComputeOptions& options, Clock::time_point start);
 
   // Runs attempt `attempt` of `task`; errors carry the op and block only
-  // where they arise (the dispatcher names the task). With `kept`, a block
-  // that would go to the results or to the memory tier is left there
-  // instead, for an executor that keeps blocks itself (dask: the block is
-  // the Dask task's result); disk and object blocks are stored as always.
+  // where they arise (the dispatcher names the task). `superseded` (when
+  // given) says whether another attempt of the task has completed it: then
+  // the attempt stops at its next step and publishes nothing (no tier Put,
+  // result or chunk write), returning Aborted. With `kept`, a block that
+  // would go to the results or to the memory tier is left there instead,
+  // for an executor that keeps blocks itself (dask: the block is the Dask
+  // task's result); disk and object blocks are stored as always.
   Status Run(const TaskId& task, int attempt, TaskFigures* figures,
+             const std::function<bool()>& superseded = {},
              std::optional<NDArray>* kept = nullptr);
 
   double Seconds(Clock::time_point t) const {

@@ -19,6 +19,7 @@ struct WireRequest {
   int32_t op = -1;
   int32_t attempt = 0;
   int64_t block = 0;
+  int64_t attempt_id = 0;  // Attempt::id, for the superseded board
 };
 
 struct WireReply {
@@ -55,7 +56,7 @@ struct WireReply {
                   std::string(message, ::strnlen(message, sizeof message)));
   }
   TaskFigures figures() const {
-    return TaskFigures{start_seconds, end_seconds, measured_peak, worker_rss, 0, skipped != 0};
+    return TaskFigures{start_seconds, end_seconds, measured_peak, worker_rss, skipped != 0};
   }
 };
 

@@ -11,9 +11,10 @@ Result<std::unique_ptr<IntermediateStore>> ThreadDispatcher::MakeMemoryTier(cons
       fmt::format("{}/{}-spill", run_dir_, op.node->name)));
 }
 
-AttemptOutcome ThreadDispatcher::RunAttempt(const Attempt& attempt, int /*worker*/) {
+AttemptOutcome ThreadDispatcher::RunAttempt(const Attempt& attempt, int worker) {
   AttemptOutcome out;
-  out.status = runner_->Run(attempt.task, attempt.number, &out.figures);
+  out.status = runner_->Run(attempt.task, attempt.number, &out.figures,
+                            SupersededCheck(worker, attempt.id));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <vector>
@@ -157,6 +158,29 @@ Status WriteViewToFile(const std::string& path, const ConstArrayView& data) {
     if (i < 0) break;
   }
   return flush();
+}
+
+Result<bool> PublishViewToFile(const std::string& path, const ConstArrayView& data) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string temp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter.fetch_add(1));
+  if (Status s = WriteViewToFile(temp, data); !s.ok()) {
+    ::unlink(temp.c_str());
+    return s;
+  }
+  if (::link(temp.c_str(), path.c_str()) == 0) {
+    ::unlink(temp.c_str());
+    return true;
+  }
+  const int e = errno;
+  if (e == EEXIST) {
+    ::unlink(temp.c_str());
+    return false;
+  }
+  if ((e == EPERM || e == EOPNOTSUPP || e == ENOSYS) && ::rename(temp.c_str(), path.c_str()) == 0) {
+    return true;
+  }
+  ::unlink(temp.c_str());
+  return ErrnoToStatus(e, fmt::format("publishing {}", path));
 }
 
 Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& region,

@@ -58,6 +58,14 @@ Status PreadRegion(int fd, int64_t offset, const Shape& layout, const Box& regio
 // its contiguous runs gathered by writev.
 Status WriteViewToFile(const std::string& path, const ConstArrayView& data);
 
+// Publish-once: writes `data` under a temporary name beside `path`, then
+// links it to `path`. True when this call published the file; false when
+// `path` was there already (it is left as it is: the other attempt of a task
+// with a backup, or a retry, wrote the same bytes). A reader only ever opens
+// a complete file, and no file a reader has is rewritten. Where the
+// filesystem has no hard links the temporary file is renamed instead.
+Result<bool> PublishViewToFile(const std::string& path, const ConstArrayView& data);
+
 // Writes `bytes` to a new file at `path` (replacing any).
 Status WriteFile(const std::string& path, std::span<const std::byte> bytes);
 
