@@ -108,3 +108,45 @@ def test_a_rank_that_dies_fails_the_run_and_leaves_dst_incomplete(strata, tmp_pa
     info = strata("info", dst)
     assert "INCOMPLETE" in info.stdout, info.stdout
     assert tree_digest(src) == before
+
+
+def test_a_rank_that_hangs_ends_the_job_with_a_clear_error(strata, tmp_path):
+    """SIGSTOP of rank 2 mid-run: MPI cannot go on without it, so the job
+    ends (no hang) within about heartbeat_timeout, naming the rank."""
+    src = tmp_path / "big.zarr"
+    strata("random", src, "--shape", "4000,4000", "--chunks", "4000,50", "--seed", "9")
+    before = tree_digest(src)
+    dst = tmp_path / "out.zarr"
+    proc = subprocess.Popen(
+        mpirun(strata, 3, "rechunk", src, dst, "--chunks", "50,4000", "--allowed-mem", "64MB",
+               "--executor", "mpi", "--heartbeat-timeout", "3", "--no-backups", "--quiet"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env())
+    stopped = []
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and not stopped:
+            if dst.exists() and any(not n.startswith(".") for n in os.listdir(dst)):
+                for pid, rank in rank_pids(proc.pid).items():
+                    if rank == 2:
+                        os.kill(pid, signal.SIGSTOP)
+                        stopped.append(pid)
+            time.sleep(0.01)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        for pid in stopped:  # whatever mpirun left of it
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        if proc.poll() is None:
+            proc.kill()
+    if "has no MPI" in stderr:
+        pytest.skip("strata built without MPI")
+    if not stopped:
+        pytest.fail(f"the run ended before a rank could be stopped: {stderr}")
+    assert proc.returncode != 0
+    assert "rank 2 sent no heartbeat for 3.0 s" in stderr, stderr
+    assert (dst / ".strata-incomplete").exists()
+    assert not (dst / ".zarray").exists()
+    assert tree_digest(src) == before

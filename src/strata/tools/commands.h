@@ -80,6 +80,11 @@ struct RechunkOptions {
   std::string tier = "auto";
   std::string object_store_url;  // --tier-object
   int workers = 1;
+  // Straggler backups and hung-worker detection (Spec's fields of the same
+  // names).
+  bool backup_tasks = true;
+  double backup_slowdown = 3.0;
+  double heartbeat_timeout = 60;
   std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
   std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
   // Zarr v3 sharding of DST: `chunks` are the inner chunks, these the shards.

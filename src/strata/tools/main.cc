@@ -154,6 +154,16 @@ int Main(int argc, char** argv) {
     sub->add_option("--work-dir", rk.work_dir, "Directory for disk intermediates and spill");
     sub->add_option("--tier-object", rk.object_store_url,
                     "Object-store prefix for the object tier, e.g. s3://bucket/tmp");
+    sub->add_flag("!--no-backups", rk.backup_tasks,
+                  "Never start backup attempts of straggling tasks");
+    sub->add_option("--backup-slowdown", rk.backup_slowdown,
+                    "A task running longer than this x its op's median task time gets a backup "
+                    "attempt on another worker")
+        ->capture_default_str();
+    sub->add_option("--heartbeat-timeout", rk.heartbeat_timeout,
+                    "Seconds without a heartbeat after which a worker process is killed as hung "
+                    "(processes) or the job ends (mpi)")
+        ->capture_default_str();
   };
   CLI::App* rechunk = app.add_subcommand(
       "rechunk", "Rewrite SRC with new chunks into DST, intermediates in the fastest tier that fits");
@@ -311,6 +321,15 @@ int Main(int argc, char** argv) {
           OrUsage(CheckDisjoint(rk.src, "SRC", rk.object_store_url, "--tier-object"));
           OrUsage(CheckDisjoint(rk.dst, "DST", rk.object_store_url, "--tier-object"));
         }
+      }
+      if (!(rk.backup_slowdown > 1 && rk.backup_slowdown <= 1e6)) {
+        throw UsageError{fmt::format("--backup-slowdown must be more than 1, got {}",
+                                     rk.backup_slowdown)};
+      }
+      if (!(rk.heartbeat_timeout > 0 && rk.heartbeat_timeout <= 86400)) {
+        throw UsageError{fmt::format("--heartbeat-timeout must be more than 0 and at most "
+                                     "86400 seconds, got {}",
+                                     rk.heartbeat_timeout)};
       }
       OrUsage(ParseExecutor(rk.executor));
       OrUsage(ParseTierChoice(rk.tier));

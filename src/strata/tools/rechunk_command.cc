@@ -26,6 +26,9 @@ Result<Spec> SpecFrom(const RechunkOptions& o) {
   spec.work_dir = o.work_dir;
   spec.object_store_url = o.object_store_url;
   spec.workers = o.workers;
+  spec.backup_tasks = o.backup_tasks;
+  spec.backup_slowdown = o.backup_slowdown;
+  spec.heartbeat_timeout = o.heartbeat_timeout;
   STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
   STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
   STRATA_RETURN_IF_ERROR(ValidateSpec(spec));
@@ -174,6 +177,11 @@ Status RunStores(const RechunkOptions& o, const Spec& spec, const std::vector<Ar
                    FormatBytes(s.rank_memory_share[r]));
       }
       fmt::print(" (peak/share)\n");
+    }
+    if (s.backup_attempts > 0 || s.hung_workers_killed > 0) {
+      fmt::print("reliability: {} backup attempts of stragglers ({} finished first); {} hung "
+                 "workers killed\n",
+                 s.backup_attempts, s.backups_won, s.hung_workers_killed);
     }
   }
   return Status::Ok();
