@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Peak PSS of a process tree: runs a command and samples the proportional
+set size of it and all its descendants from /proc/<pid>/smaps_rollup.
+
+PSS splits every shared page between the processes that map it, so the sum
+over a tree counts shared memory (the processes executor's ShmStore, the
+binary's pages, the libraries) once, and is what the tree takes from the
+machine. Sampling misses peaks shorter than the period (20 ms by default).
+
+    /usr/bin/python3 bench/pss_tree.py [--period 0.02] -- strata rechunk ...
+
+prints one JSON object: the command's exit code, the peak of the sum, and at
+that peak each process's Pss with its anonymous, file and shmem parts (MB =
+10^6 bytes), plus how many samples were taken. Also importable: `run(argv)`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+FIELDS = ("Pss", "Pss_Anon", "Pss_File", "Pss_Shmem")
+
+
+def children_of(pid):
+    """Direct children of `pid` (from every thread's children file)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    out.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def tree(pid):
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        todo.extend(children_of(p))
+    return pids
+
+
+def rollup(pid):
+    """{field: bytes} of /proc/pid/smaps_rollup, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            text = f.read()
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].rstrip(":") in FIELDS:
+            values[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    return values if "Pss" in values else None
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def run(argv, period=0.02, env=None, timeout=None):
+    """Runs argv; returns (exit code, report dict, stdout, stderr)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+    # Drain the pipes on threads so that the child never blocks on them.
+    import threading
+    out, err = [], []
+    t1 = threading.Thread(target=lambda: out.append(proc.stdout.read()))
+    t2 = threading.Thread(target=lambda: err.append(proc.stderr.read()))
+    t1.start()
+    t2.start()
+    peak, peak_detail, samples = 0, [], 0
+    start = time.monotonic()
+    while proc.poll() is None:
+        detail = []
+        total = 0
+        for p in tree(proc.pid):
+            r = rollup(p)
+            if r is None:
+                continue
+            total += r["Pss"]
+            detail.append({"pid": p, "comm": comm(p),
+                           **{k.lower(): round(r.get(k, 0) / 1e6, 1) for k in FIELDS}})
+        samples += 1
+        if total > peak:
+            peak, peak_detail = total, detail
+        if timeout is not None and time.monotonic() - start > timeout:
+            proc.kill()
+            break
+        time.sleep(period)
+    proc.wait()
+    t1.join()
+    t2.join()
+    report = {"exit_code": proc.returncode, "peak_pss_bytes": peak,
+              "peak_pss_mb": round(peak / 1e6, 1), "samples": samples,
+              "processes_at_peak": peak_detail}
+    return proc.returncode, report, "".join(out), "".join(err)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--period", type=float, default=0.02)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command")
+    code, report, out, err = run(command, period=args.period)
+    sys.stderr.write(err)
+    report["command"] = command
+    print(json.dumps(report, indent=1))
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The memory guarantee, measured from outside: a rechunk whose intermediate
+does not fit in RAM keeps the PSS of its whole process tree (the coordinator
+and every worker process, shared memory counted once) within
+total_system_mem, on the processes executor and on threads.
+
+PSS is sampled every 10 ms from /proc/<pid>/smaps_rollup (bench/pss_tree.py).
+What a process takes before it holds any chunk (its code, libraries, stacks:
+its baseline) is budgeted by reserved_mem: one per task the process runs at
+once, and one for the processes executor's coordinator. A release build's
+processes take ~3 MB each, well within the default 16 MB; the debug build
+these tests run under (ASan + UBSan, a binary of 100+ MB) takes ~40 MB for
+a process that plans and ~15 MB for a forked worker. So the bound asserted
+is total_system_mem plus an allowance: what each process of a tiny run of
+the same command takes beyond its reserved_mem (measured here, 0 for a
+release build), plus 8 MB for what the tiny run does not touch (code paths,
+thread stacks). It is not the slack of a loose test: before the per-worker
+limit on recycled buffers the processes case took 93 MB more than the
+allowed total. ASan's quarantine of freed small allocations is turned off:
+it is the sanitizer's memory, not Strata's.
+"""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import pss_tree  # noqa: E402
+
+TOTAL = 300_000_000
+RESERVED = 16_000_000  # the default reserved_mem
+SLACK = 8_000_000
+ENV = dict(os.environ,
+           ASAN_OPTIONS="detect_leaks=0:quarantine_size_mb=0:thread_local_quarantine_size_kb=0")
+
+
+@pytest.fixture(scope="module")
+def arrays(strata, tmp_path_factory):
+    d = tmp_path_factory.mktemp("memory")
+    # 200 MB in chunks of (10000, 500): 40 MB each, as the seed case's are
+    # 80 MB; and a tiny one for the baselines.
+    strata("random", d / "src.zarr", "--shape", "10000,2500", "--chunks", "10000,500",
+           "--seed", "2")
+    strata("random", d / "tiny.zarr", "--shape", "200,100", "--chunks", "200,10")
+    return d
+
+
+def rechunk(strata, src, dst, chunks, executor, work):
+    argv = [strata.path, "rechunk", str(src), str(dst), "--chunks", chunks,
+            "--executor", executor, "--workers", "2", "--total-system-mem", str(TOTAL),
+            "--allowed-mem", "100MB", "--work-dir", str(work)]
+    code, report, out, err = pss_tree.run(argv, period=0.01, env=ENV, timeout=600)
+    assert code == 0, err
+    return report, out
+
+
+@pytest.mark.parametrize("executor", ["processes", "threads"])
+def test_tree_pss_stays_within_total_system_mem(strata, arrays, tmp_path, executor):
+    tasks_per_process = 1 if executor == "processes" else 2
+    tiny, _ = rechunk(strata, arrays / "tiny.zarr", tmp_path / "tiny.zarr", "10,100", executor,
+                      tmp_path / "work")
+    allowance = SLACK
+    for p in tiny["processes_at_peak"]:
+        baseline = (p["pss_anon"] + p["pss_file"]) * 1e6  # its shared memory is the store's
+        allowance += max(0, baseline - tasks_per_process * RESERVED)
+    report, out = rechunk(strata, arrays / "src.zarr", tmp_path / "dst.zarr", "2000,2500",
+                          executor, tmp_path / "work")
+    # 200 MB of intermediates against 300 - 2 x 100 - 16 = 84 MB of RAM: the
+    # memory tier spills, so the limit shapes the run.
+    assert "spilling" in out, out
+    assert report["samples"] > 10, report
+    assert len(report["processes_at_peak"]) == (3 if executor == "processes" else 1), report
+    assert allowance < 64e6, tiny
+    assert report["peak_pss_bytes"] <= TOTAL + allowance, (allowance, report)
+    verify = strata("verify", arrays / "src.zarr", tmp_path / "dst.zarr", check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
