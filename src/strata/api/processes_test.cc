@@ -328,7 +328,7 @@ TEST(ProcessesTest, HungWorkerIsKilledAndItsTaskRetried) {
   const NDArray want = ThreadsReference(dir.path() + "/work");
   Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
   spec.backup_tasks = false;  // the hung worker alone must end it
-  spec.heartbeat_timeout = 1.0;
+  spec.heartbeat_timeout = 2.0;  // beats every 0.2 s: room for a loaded machine
   auto rec = std::make_shared<RecordingCallback>();
   ComputeOptions options;
   options.callbacks.push_back(rec);
@@ -358,13 +358,13 @@ TEST(ProcessesTest, LongTaskIsNotMistakenForAHungWorker) {
   TempDir dir;
   Spec spec = MakeSpec(ExecutorKind::kProcesses, TierChoice::kMemory, dir.path() + "/work");
   spec.backup_tasks = false;
-  spec.heartbeat_timeout = 0.5;
+  spec.heartbeat_timeout = 1.0;
   auto rec = std::make_shared<RecordingCallback>();
   ComputeOptions options;
   options.callbacks.push_back(rec);
   options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
     if (attempt == 1 && op.depth > 0 && block[1] == 3) {
-      std::this_thread::sleep_for(std::chrono::seconds(2));
+      std::this_thread::sleep_for(std::chrono::seconds(3));
     }
     return Status::Ok();
   };

@@ -1,4 +1,4 @@
-// Straggler backups on the threads executor, end to end: a task made slow
+// Straggler backups on the threads executor, end to end: a task held back
 // by a fault injector is overtaken by its backup on the other worker, the
 // tasks that read its block go on without waiting for it, and the result,
 // the bytes written and the memory counted are those of a run without a
@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "strata/api/test_util.h"
@@ -23,23 +25,46 @@ namespace {
 
 using testing_util::RecordingCallback;
 
-constexpr double kStragglerSeconds = 3.0;
+// The first attempt of block {13, 0} of the op at `depth` is a straggler:
+// it waits until every op of the compute has ended, which only its backup
+// can bring about (every later task reads its block), or 60 s. Nothing here
+// depends on timing: without a backup the compute cannot end before the
+// 60 s, and `released` says which way the straggler woke.
+struct StragglerGate : Callback {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t ops_left = 0;   // guarded by mu
+  bool released = false;  // guarded by mu: every op ended while it waited
+  void OnComputeStart(const Plan& plan) override {
+    std::lock_guard lock(mu);
+    ops_left = 0;
+    for (const PlannedOp& op : plan.ops()) ops_left += op.num_tasks() > 0 ? 1 : 0;
+  }
+  void OnOpEnd(const PlannedOp&) override {
+    std::lock_guard lock(mu);
+    if (--ops_left == 0) {
+      released = true;
+      cv.notify_all();
+    }
+  }
+  void Wait() {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return released; });
+  }
+  bool WasReleased() {
+    std::lock_guard lock(mu);
+    return released;
+  }
+};
 
-// The first attempt of block {13, 0} of the op at `depth` sleeps
-// kStragglerSeconds (every other task takes milliseconds); *woke gets the
-// time it woke (seconds on the steady clock).
-ComputeOptions WithStraggler(int depth, std::shared_ptr<std::atomic<double>> woke,
+ComputeOptions WithStraggler(int depth, std::shared_ptr<StragglerGate> gate,
                              std::shared_ptr<RecordingCallback> rec) {
   ComputeOptions options;
   options.callbacks.push_back(std::move(rec));
-  options.fault_injector = [depth, woke](const PlannedOp& op, std::span<const Index> block,
+  options.callbacks.push_back(gate);
+  options.fault_injector = [depth, gate](const PlannedOp& op, std::span<const Index> block,
                                          int attempt) {
-    if (attempt == 1 && op.depth == depth && block.size() == 2 && block[0] == 13) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(kStragglerSeconds));
-      woke->store(std::chrono::duration<double>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-    }
+    if (attempt == 1 && op.depth == depth && block.size() == 2 && block[0] == 13) gate->Wait();
     return Status::Ok();
   };
   return options;
@@ -83,18 +108,17 @@ TEST_P(StragglerTierTest, BackupOvertakesTheStraggler) {
   ASSERT_TRUE(want.ok()) << want.status().ToString();
 
   auto rec = std::make_shared<RecordingCallback>();
-  auto woke = std::make_shared<std::atomic<double>>(0);
-  const auto start = std::chrono::steady_clock::now();
-  Result<NDArray> got = compute(b, WithStraggler(0, woke, rec));
+  auto gate = std::make_shared<StragglerGate>();
+  Result<NDArray> got = compute(b, WithStraggler(0, gate, rec));
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ASSERT_EQ(got->nbytes(), want->nbytes());
   EXPECT_EQ(0, std::memcmp(got->data(), want->data(), want->nbytes()));
   rec->ExpectWithinBudget();
   EXPECT_GE(rec->summary.backup_attempts, 1);
   EXPECT_GE(rec->summary.backups_won, 1);
-  const double woke_at =
-      woke->load() -
-      std::chrono::duration<double>(start.time_since_epoch()).count();
+  // Every op (each target task reads block 13) ended while the straggler
+  // still waited.
+  EXPECT_TRUE(gate->WasReleased());
   bool straggler_seen = false;
   int64_t producers = 0;
   for (size_t i = 0; i < rec->events.size(); ++i) {
@@ -105,10 +129,6 @@ TEST_P(StragglerTierTest, BackupOvertakesTheStraggler) {
         straggler_seen = true;
         EXPECT_TRUE(e.backup) << "block 13 was completed by its backup";
       }
-    } else {
-      // Tasks that read block 13 did not wait for the straggler (their
-      // times are since the compute started; woke_at a little later).
-      EXPECT_LT(e.end_seconds, woke_at) << "target task " << ShapeToString(e.block);
     }
   }
   EXPECT_TRUE(straggler_seen);
@@ -136,8 +156,9 @@ TEST(StragglerTest, ZarrChunkIsWrittenByTheBackupAlone) {
   Array a = random::random({400, 40}, {20, 40}, 3, spec);
   const std::string out = dir.path() + "/out.zarr";
   auto rec = std::make_shared<RecordingCallback>();
-  auto woke = std::make_shared<std::atomic<double>>(0);
-  ASSERT_TRUE(compute(to_zarr(a, out), WithStraggler(0, woke, rec)).ok());
+  auto gate = std::make_shared<StragglerGate>();
+  ASSERT_TRUE(compute(to_zarr(a, out), WithStraggler(0, gate, rec)).ok());
+  EXPECT_TRUE(gate->WasReleased());
   EXPECT_GE(rec->summary.backups_won, 1);
   int chunks = 0;
   for (const auto& e : std::filesystem::directory_iterator(out)) {
@@ -157,9 +178,17 @@ TEST(StragglerTest, NoBackupsWhenTurnedOff) {
   Spec spec = ThreadsSpec(TierChoice::kMemory, dir.path() + "/work");
   spec.backup_tasks = false;
   auto rec = std::make_shared<RecordingCallback>();
-  auto woke = std::make_shared<std::atomic<double>>(0);
   Array b = rechunk(random::random({400, 40}, {20, 40}, 7, spec) * 2.0, {400, 2});
-  ASSERT_TRUE(compute(b, WithStraggler(0, woke, rec)).ok());
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    // Slow enough to be a straggler many times over (tasks take ms).
+    if (attempt == 1 && op.depth == 0 && block[0] == 13) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    return Status::Ok();
+  };
+  ASSERT_TRUE(compute(b, options).ok());
   EXPECT_EQ(rec->summary.backup_attempts, 0);
   for (const TaskEndEvent& e : rec->events) EXPECT_FALSE(e.backup);
 }
