@@ -36,7 +36,15 @@ class PeakPerOp : public strata::Callback {
     projected = std::max(projected, e.projected_mem);
     ++tasks;
   }
+  void OnComputeEnd(const strata::Plan&, const strata::Status&,
+                    const strata::ComputeSummary& summary) override {
+    zarr_bytes_read_ = summary.zarr_bytes_read;
+  }
   void Print() const {
+    // Stored bytes of input chunks read: the inputs' stored size when each
+    // chunk is read once (fuse_siblings), twice that without it.
+    std::printf("  read %lld bytes of stored Zarr chunks\n",
+                static_cast<long long>(zarr_bytes_read_));
     for (const auto& [name, v] : ops_) {
       auto [measured, projected, tasks] = v;
       std::printf("  %-18s %5lld tasks  measured peak %8.1f MB  projected %8.1f MB\n",
@@ -46,6 +54,7 @@ class PeakPerOp : public strata::Callback {
 
  private:
   std::map<std::string, std::tuple<int64_t, int64_t, int64_t>> ops_;
+  int64_t zarr_bytes_read_ = 0;
 };
 
 }  // namespace

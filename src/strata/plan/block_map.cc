@@ -200,6 +200,38 @@ AxisMap AxisMap::WithOutAxis(int out_axis) const {
   return m;
 }
 
+bool AxisMap::SameAs(const AxisMap& other) const {
+  if (kind_ != other.kind_ || num_input_blocks_ != other.num_input_blocks_) return false;
+  auto same_lists = [](const BlockList& x, const BlockList& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] != y[i]) return false;
+    }
+    return true;
+  };
+  if (kind_ == Kind::kFixed) return same_lists(InputsFor(0), other.InputsFor(0));
+  if (out_axis_ != other.out_axis_ || num_output_blocks_ != other.num_output_blocks_) {
+    return false;
+  }
+  if (form_ == Form::kIdentity && other.form_ == Form::kIdentity) return true;
+  if (form_ == Form::kRegular && other.form_ == Form::kRegular) {
+    return out_chunk_ == other.out_chunk_ && in_chunk_ == other.in_chunk_ &&
+           extent_ == other.extent_;
+  }
+  for (Index j = 0; j < num_output_blocks_; ++j) {
+    if (!same_lists(InputsFor(j), other.InputsFor(j))) return false;
+  }
+  return true;
+}
+
+bool SameMap(const InputMap& a, const InputMap& b) {
+  if (a.axes.size() != b.axes.size()) return false;
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    if (!a.axes[i].SameAs(b.axes[i])) return false;
+  }
+  return true;
+}
+
 InputMap InputMap::IdentityMap(std::span<const Index> grid_shape) {
   InputMap m;
   for (size_t i = 0; i < grid_shape.size(); ++i) {

@@ -130,6 +130,9 @@ class AxisMap {
   bool IsRead(Index k) const;
   // The same map driven by output axis `out_axis` instead (kMapped only).
   AxisMap WithOutAxis(int out_axis) const;
+  // True when both list the same input blocks for every output block (the
+  // same key function, however each is stored).
+  bool SameAs(const AxisMap& other) const;
 
  private:
   // Compressed rows: row r is values[offsets[r] .. offsets[r + 1]).
@@ -168,6 +171,9 @@ struct InputMap {
   // Elementwise over equal grids: identity on every axis.
   static InputMap IdentityMap(std::span<const Index> grid_shape);
 };
+
+// True when `a` and `b` list the same input blocks for every output block.
+bool SameMap(const InputMap& a, const InputMap& b);
 
 // Calls fn(input_block) for every input block output block `out_block`
 // reads, in C order over the per-axis lists.

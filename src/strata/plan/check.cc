@@ -113,8 +113,31 @@ Status CheckInvariants(const PlanDraft& d, std::string_view after) {
     if (op.stored_grid && op.stored_grid->shape() != node.shape) {
       return broken(fmt::format("{} stores chunks of another shape", node.name));
     }
-    if (projected && op.materialized && op.projected_mem < d.spec.reserved_mem) {
+    if (projected && op.runs_tasks() && op.projected_mem < d.spec.reserved_mem) {
       return broken(fmt::format("{} runs tasks with no projection", node.name));
+    }
+    if (op.computed_with >= 0) {
+      const PlannedOp& leader = ops[op.computed_with];
+      if (!op.materialized || !leader.runs_tasks() ||
+          std::find(leader.siblings.begin(), leader.siblings.end(), op.index) ==
+              leader.siblings.end()) {
+        return broken(fmt::format("{} is computed with {}, which does not list it", node.name,
+                                  leader.node->name));
+      }
+      if (leader.node->grid.grid_shape() != node.grid.grid_shape() || !op.dependencies.empty()) {
+        return broken(fmt::format("sibling {} of {} has other blocks or dependencies of its own",
+                                  node.name, leader.node->name));
+      }
+    }
+    for (int s : op.siblings) {
+      if (s < 0 || static_cast<size_t>(s) >= ops.size() || ops[s].computed_with != op.index) {
+        return broken(fmt::format("{} lists a sibling that is not computed with it", node.name));
+      }
+      for (const Dependency& dep : op.dependencies) {
+        if (dep.producer == s) {
+          return broken(fmt::format("{} reads its sibling {}", node.name, ops[s].node->name));
+        }
+      }
     }
   }
   for (int out : d.outputs) {

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
+#include <span>
 
 #include "strata/plan/passes_internal.h"
 
@@ -89,14 +91,20 @@ Status Collect(PlanDraft& d) {
 }
 
 void GroupStats(const PlanDraft& d, int root, int* sources, int64_t* blocks) {
+  GroupStats(d, std::span<const int>(&root, 1), sources, blocks);
+}
+
+void GroupStats(const PlanDraft& d, std::span<const int> roots, int* sources, int64_t* blocks) {
   const std::vector<PlannedOp>& ops = d.ops;
   auto root_of = [&](int i) {
     while (ops[i].fused_into >= 0) i = ops[i].fused_into;
     return i;
   };
-  std::set<const Node*> leaves;
-  int64_t total = 0;
-  std::function<void(const Node&, int64_t)> walk = [&](const Node& node, int64_t mult) {
+  // Input blocks per task by leaf: a leaf several roots read through the same
+  // key function is read once (sibling fusion shares it).
+  std::map<std::pair<const Node*, int64_t>, int64_t> leaves;
+  std::function<void(const Node&, int64_t, int)> walk = [&](const Node& node, int64_t mult,
+                                                            int root) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const PlannedOp& in_op = ops[d.index.at(node.inputs[i].get())];
       int64_t n = mult;
@@ -105,15 +113,22 @@ void GroupStats(const PlanDraft& d, int root, int* sources, int64_t* blocks) {
           (!in_op.materialized && in_op.fused_into >= 0 && root_of(in_op.index) == root) ||
           (in_op.node->kind == NodeKind::kVirtual && !in_op.materialized);
       if (here) {
-        walk(*in_op.node, n);
+        walk(*in_op.node, n, root);
       } else {
-        leaves.insert(in_op.node.get());
-        total += n;
+        const int64_t input = roots.size() > 1 ? -1 : static_cast<int64_t>(i);
+        int64_t& count = leaves[{in_op.node.get(), input}];
+        count = roots.size() > 1 ? std::max(count, n) : count + n;
       }
     }
   };
-  walk(*ops[root].node, 1);
-  *sources = static_cast<int>(leaves.size());
+  for (int root : roots) walk(*ops[root].node, 1, root);
+  std::set<const Node*> arrays;
+  int64_t total = 0;
+  for (const auto& [leaf, n] : leaves) {
+    arrays.insert(leaf.first);
+    total += n;
+  }
+  *sources = static_cast<int>(arrays.size());
   *blocks = total;
 }
 
@@ -151,9 +166,23 @@ void Link(PlanDraft& d) {
       }
     };
     walk(*op.node, nullptr);
-    GroupStats(d, op.index, &op.source_arrays, &op.input_blocks_per_task);
+  }
+  // A sibling's blocks are computed in its leader's tasks: the leader waits
+  // for what the whole group reads.
+  for (PlannedOp& op : ops) {
+    if (op.computed_with < 0) continue;
+    std::vector<Dependency>& group = ops[op.computed_with].dependencies;
+    for (Dependency& dep : op.dependencies) group.push_back(std::move(dep));
+    op.dependencies.clear();
   }
   for (PlannedOp& op : ops) {
+    if (!op.materialized || op.computed_with >= 0) continue;
+    std::vector<int> roots = {op.index};
+    roots.insert(roots.end(), op.siblings.begin(), op.siblings.end());
+    GroupStats(d, roots, &op.source_arrays, &op.input_blocks_per_task);
+  }
+  for (PlannedOp& op : ops) {
+    if (op.computed_with >= 0) op.depth = ops[op.computed_with].depth;
     for (const Dependency& dep : op.dependencies) {
       op.depth = std::max(op.depth, ops[dep.producer].depth + 1);
       std::vector<int>& c = ops[dep.producer].consumers;

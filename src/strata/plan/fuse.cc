@@ -10,6 +10,8 @@
 // fused. Each decision is noted in the plan.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -95,6 +97,187 @@ Status Fuse(PlanDraft& d) {
   }
   for (std::string& note : fused) d.decisions.push_back(std::move(note));
   for (auto& [index, note] : refused) d.decisions.push_back(std::move(note));
+  Link(d);
+  return Status::Ok();
+}
+
+
+// The fuse_siblings pass. Cubed fuses an op with its predecessors
+// (multiple_inputs_optimize_dag) and leaves "child fusion" of an op's several
+// consumers as a TODO; quadratic means needs exactly that: mean(u*u),
+// mean(v*v) and mean(u*v) each read u or v, so every block of u and v would
+// be read and decoded twice. Here ops that read blocks of one leaf (a Zarr
+// source, or an intermediate in a tier) through the same key function, on
+// grids of the same blocks and at the same depth (so none reads another),
+// become one group: the last of them in topological order runs one task per
+// block that computes every member's block, reading each leaf block once.
+// A group keeps within Cubed's limits over all its members (source arrays,
+// input blocks per task) and within allowed_mem counting every member's
+// output (MemoryModel::Project); a member that would break them is left out
+// and the plan says why.
+namespace {
+
+// A block of a leaf that a task of some op reads, and how.
+struct LeafRead {
+  const Node* leaf = nullptr;
+  InputMap map;  // from the op's blocks to the leaf's
+};
+
+std::vector<LeafRead> LeafReadsOf(const PlanDraft& d, int root) {
+  std::vector<LeafRead> reads;
+  const PlannedOp& op = d.ops[root];
+  std::function<void(const Node&, const InputMap*)> walk = [&](const Node& node,
+                                                              const InputMap* outer) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const PlannedOp& in = d.ops[d.index.at(node.inputs[i].get())];
+      InputMap composed =
+          outer ? Compose(*outer, node.maps[i], op.node->grid.grid_shape()) : node.maps[i];
+      if (in.materialized || in.node->kind == NodeKind::kZarrSource) {
+        reads.push_back({in.node.get(), std::move(composed)});
+      } else if (in.fused_into == root || in.node->kind == NodeKind::kVirtual) {
+        walk(*in.node, &composed);
+      }
+    }
+  };
+  walk(*op.node, nullptr);
+  return reads;
+}
+
+int64_t BlocksPerTask(const InputMap& map) {
+  int64_t n = 1;
+  for (const AxisMap& a : map.axes) n *= a.max_inputs();
+  return n;
+}
+
+bool SiblingCandidate(const PlannedOp& op) {
+  return op.runs_tasks() && op.node->kind == NodeKind::kBlockwise && op.fused_into < 0 &&
+         op.siblings.empty() && op.node->num_blocks() > 0;
+}
+
+}  // namespace
+
+Status FuseSiblings(PlanDraft& d) {
+  std::vector<PlannedOp>& ops = d.ops;
+  std::vector<std::vector<LeafRead>> reads(ops.size());
+  for (const PlannedOp& op : ops) {
+    if (SiblingCandidate(op)) reads[op.index] = LeafReadsOf(d, op.index);
+  }
+  // Whether a and b read some leaf through the same key function and read no
+  // leaf through different ones.
+  auto share = [&](int a, int b) {
+    bool same = false;
+    for (const LeafRead& x : reads[a]) {
+      for (const LeafRead& y : reads[b]) {
+        if (x.leaf != y.leaf) continue;
+        if (!SameMap(x.map, y.map)) return false;
+        same = true;
+      }
+    }
+    return same;
+  };
+  MemoryModel model(ops, d.index, d.spec.reserved_mem);
+  std::vector<bool> grouped(ops.size(), false);
+  for (size_t first = 0; first < ops.size(); ++first) {
+    if (grouped[first] || reads[first].empty()) continue;
+    const PlannedOp& head = ops[first];
+    // The group, in topological order; its last member leads.
+    std::vector<int> group = {static_cast<int>(first)};
+    std::map<int, std::string> left_out;
+    // Sweeps until the group stops growing: a candidate may share a leaf
+    // only with a member found after it (v*v with u*v, found through u*u).
+    for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t next = first + 1; next < ops.size(); ++next) {
+      const PlannedOp& cand = ops[next];
+      if (grouped[next] || reads[next].empty() || cand.depth != head.depth ||
+          cand.node->grid.grid_shape() != head.node->grid.grid_shape() ||
+          std::find(group.begin(), group.end(), static_cast<int>(next)) != group.end()) {
+        continue;
+      }
+      bool shares = false, conflicts = false;
+      for (int m : group) {
+        const bool s = share(m, static_cast<int>(next));
+        shares = shares || s;
+        // Any leaf both read must be read the same way.
+        for (const LeafRead& x : reads[m]) {
+          for (const LeafRead& y : reads[next]) {
+            conflicts = conflicts || (x.leaf == y.leaf && !SameMap(x.map, y.map));
+          }
+        }
+      }
+      if (!shares || conflicts) continue;
+      // Try it: the limits over the whole group, then its projection.
+      std::vector<int> trial = group;
+      trial.push_back(static_cast<int>(next));
+      std::sort(trial.begin(), trial.end());  // the last one leads
+      std::set<const Node*> leaves;
+      int64_t blocks = 0;
+      for (int m : trial) {
+        for (const LeafRead& r : reads[m]) {
+          if (leaves.insert(r.leaf).second) blocks += BlocksPerTask(r.map);
+        }
+      }
+      int sources = 0;
+      for (const Node* leaf : leaves) sources += leaf->kind != NodeKind::kVirtual;
+      std::string why;
+      if (sources > kMaxFusedSourceArrays) {
+        why = fmt::format("{} source arrays > {}", sources, kMaxFusedSourceArrays);
+      } else if (blocks > kMaxFusedInputBlocks) {
+        why = fmt::format("{} input blocks per task > {}", blocks, kMaxFusedInputBlocks);
+      } else {
+        PlannedOp& leader = ops[trial.back()];
+        leader.siblings.assign(trial.begin(), trial.end() - 1);
+        const int64_t projected = model.Project(leader.index);
+        leader.siblings.clear();
+        if (projected > d.spec.allowed_mem) {
+          why = fmt::format("projected {} > allowed_mem {}", FormatBytes(projected),
+                            FormatBytes(d.spec.allowed_mem));
+        }
+      }
+      if (!why.empty()) {
+        left_out[static_cast<int>(next)] =
+            fmt::format("{} ({}): {}", cand.node->name, cand.node->op_name, why);
+        continue;
+      }
+      left_out.erase(static_cast<int>(next));
+      group = std::move(trial);
+      grew = true;
+    }
+    }
+    for (const auto& [index, note] : left_out) {
+      d.decisions.push_back(fmt::format("not fused with sibling {}: {}", head.node->name, note));
+    }
+    if (group.size() < 2) continue;
+    const int64_t tasks = head.node->num_blocks();
+    PlannedOp& leader = ops[group.back()];
+    if (tasks < d.spec.workers) {
+      d.decisions.push_back(fmt::format(
+          "not fused: siblings {} and {} others: {} tasks would leave workers idle",
+          leader.node->name, group.size() - 1, tasks));
+      continue;
+    }
+    leader.siblings.assign(group.begin(), group.end() - 1);
+    std::vector<std::string> names;
+    std::map<int64_t, const Node*> leaves;  // by id: a stable order for the plan text
+    int64_t reads_before = 0, reads_after = 0;
+    for (int m : group) {
+      grouped[m] = true;
+      if (m != leader.index) ops[m].computed_with = leader.index;
+      names.push_back(fmt::format("{} ({})", ops[m].node->name, ops[m].node->op_name));
+      for (const LeafRead& r : reads[m]) {
+        reads_before += BlocksPerTask(r.map);
+        if (leaves.emplace(r.leaf->id, r.leaf).second) reads_after += BlocksPerTask(r.map);
+      }
+    }
+    std::vector<std::string> leaf_names;
+    for (const auto& [id, leaf] : leaves) leaf_names.push_back(leaf->name);
+    d.decisions.push_back(fmt::format(
+        "fused siblings {}: one task per block computes all {}, reading {} once ({} input "
+        "blocks per task, were {}); projected {} <= {}",
+        fmt::join(names, ", "), group.size(), fmt::join(leaf_names, ", "), reads_after,
+        reads_before, FormatBytes(model.Project(leader.index)),
+        FormatBytes(d.spec.allowed_mem)));
+  }
   Link(d);
   return Status::Ok();
 }

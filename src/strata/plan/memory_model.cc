@@ -1,6 +1,7 @@
 #include "strata/plan/memory_model.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "strata/storage/codec/chunk_codec.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -41,10 +42,15 @@ MemoryModel::MemoryModel(std::span<const PlannedOp> ops,
                          const std::unordered_map<const Node*, int>& index, int64_t reserved_mem)
     : ops_(ops), index_(index), reserved_(reserved_mem) {}
 
+bool MemoryModel::IsLeaf(const PlannedOp& op, int root) const {
+  return op.node->kind == NodeKind::kZarrSource || (op.materialized && op.index != root);
+}
+
 MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
   const PlannedOp& op = OpOf(given);
   const Node& node = *op.node;
   const int64_t block = node.max_block_bytes();
+  if (held_leaves_ && IsLeaf(op, root) && held_leaves_->count(&node)) return {0, 0};
   switch (node.kind) {
     case NodeKind::kMemorySource:
       return {0, 0};
@@ -161,8 +167,48 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
   return Obtain(in, root).peak;  // the whole block, held for the task
 }
 
+void MemoryModel::Leaves(const Node& given, int root,
+                         std::unordered_map<const Node*, int64_t>& out, int64_t mult) const {
+  const Node& node = *OpOf(given).node;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const PlannedOp& in = OpOf(*node.inputs[i]);
+    const int64_t n = mult * MaxInputs(node.maps[i]);
+    if (IsLeaf(in, root)) {
+      int64_t& most = out[in.node.get()];
+      most = std::max(most, n);
+    } else if (in.node->kind != NodeKind::kMemorySource) {
+      Leaves(*in.node, root, out, n);
+    }
+  }
+}
+
+int64_t MemoryModel::ProjectGroup(const PlannedOp& leader) const {
+  std::vector<int> members = {leader.index};
+  members.insert(members.end(), leader.siblings.begin(), leader.siblings.end());
+  std::unordered_map<const Node*, int64_t> leaves;
+  for (int m : members) Leaves(*ops_[m].node, m, leaves, 1);
+  int64_t held = 0, scratch = 0, outputs = 0;
+  for (const auto& [leaf, n] : leaves) {
+    // Obtained as a leaf of the first member that reads it.
+    int reader = leader.index;
+    const Cost c = Obtain(*leaf, reader);
+    held += n * c.held;
+    scratch = std::max(scratch, c.peak - c.held);
+  }
+  for (int m : members) outputs += ops_[m].node->max_block_bytes();
+  int64_t worst = 0;
+  held_leaves_ = &leaves;
+  for (int m : members) {
+    const Cost c = Obtain(*ops_[m].node, m);
+    worst = std::max(worst, c.peak + outputs - ops_[m].node->max_block_bytes());
+  }
+  held_leaves_ = nullptr;
+  return reserved_ + held + scratch + worst;
+}
+
 int64_t MemoryModel::Project(int index) const {
   const PlannedOp& op = ops_[index];
+  if (!op.siblings.empty()) return ProjectGroup(op);
   const Node& node = *op.node;
   if (node.kind == NodeKind::kStore && node.target && node.target->sharded() &&
       !node.target->writes_region()) {

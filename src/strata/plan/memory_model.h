@@ -70,10 +70,26 @@ class MemoryModel {
     int64_t held = 0;
   };
   Cost Obtain(const Node& node, int root) const;
-  // The projection of one task of materialized op `index`.
+  // The projection of one task of materialized op `index`. For the leader of
+  // a sibling group: every member's block, the input blocks the members read
+  // (each read once and held for the whole task), and the largest member's
+  // own working memory (see ProjectGroup).
   int64_t Project(int index) const;
 
  private:
+  // A sibling group's task computes its members one after another, reading
+  // each leaf block (a Zarr source's chunk, a tiered producer's block) once
+  // and holding it until the task ends, and holding every member's output:
+  //   reserved + sum of leaf blocks held + the largest leaf's decode scratch
+  //   + max over members (its peak with leaves already held + the other
+  //     members' outputs)
+  int64_t ProjectGroup(const PlannedOp& leader) const;
+  // The leaves a task of `root` reads while computing `node` (Zarr sources
+  // and blocks fetched from tiers), with the most blocks of each it reads.
+  void Leaves(const Node& node, int root, std::unordered_map<const Node*, int64_t>& out,
+              int64_t mult) const;
+  bool IsLeaf(const PlannedOp& op, int root) const;
+
   const PlannedOp& OpOf(const Node& node) const { return ops_[index_.at(&node)]; }
   bool StreamableHere(const Node& node) const;
   Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
@@ -85,6 +101,9 @@ class MemoryModel {
   std::span<const PlannedOp> ops_;
   const std::unordered_map<const Node*, int>& index_;
   int64_t reserved_;
+  // While projecting a sibling group: leaves held already, which cost a
+  // member nothing more. Null otherwise.
+  mutable const std::unordered_map<const Node*, int64_t>* held_leaves_ = nullptr;
 };
 
 // The projection of one task of op `op_index` of `plan`.

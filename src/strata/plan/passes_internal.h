@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -55,6 +56,7 @@ const std::shared_ptr<const Node>& ResolveNode(const PlanDraft& draft,
 Status Collect(PlanDraft& draft);
 Status LowerRechunks(PlanDraft& draft);
 Status Fuse(PlanDraft& draft);
+Status FuseSiblings(PlanDraft& draft);
 Status PlaceTiers(PlanDraft& draft);
 Status ProjectMemory(PlanDraft& draft);
 Status CheckBudget(const PlanDraft& draft);
@@ -72,6 +74,10 @@ void Link(PlanDraft& draft);
 // Distinct non-virtual arrays and input blocks one task of op `root` reads,
 // through the ops fused into it.
 void GroupStats(const PlanDraft& draft, int root, int* sources, int64_t* blocks);
+// The same over the ops of a sibling group (`roots`), whose tasks read a leaf
+// that several of them read through one key function once.
+void GroupStats(const PlanDraft& draft, std::span<const int> roots, int* sources,
+                int64_t* blocks);
 
 // The plan's invariants (topological order, consistent indices, fused ops
 // inside materialized roots, dependencies on materialized producers, tiers

@@ -25,6 +25,15 @@ std::string Notes(const std::vector<PlannedOp>& ops, const PlannedOp& op) {
   if (!op.fused_names.empty()) {
     notes.push_back(fmt::format("computes {}", fmt::join(op.fused_names, ", ")));
   }
+  if (!op.siblings.empty()) {
+    std::vector<std::string> names;
+    for (int s : op.siblings) names.push_back(ops[s].node->name);
+    notes.push_back(fmt::format("its tasks also compute siblings {}", fmt::join(names, ", ")));
+  }
+  if (op.computed_with >= 0) {
+    notes.push_back(fmt::format("computed in the tasks of sibling {}",
+                                ops[op.computed_with].node->name));
+  }
   if (op.is_output) notes.push_back("returned");
   if (n.kind == NodeKind::kStore && n.target) {
     std::string writes = fmt::format("writes {}", n.target->url());
@@ -45,7 +54,7 @@ std::string Plan::ToText() const {
       "plan: {} arrays, {} ops with tasks, {} tasks; allowed_mem {}, reserved_mem {}, "
       "total_system_mem {}, executor {} x {}\n",
       ops_.size(),
-      std::count_if(ops_.begin(), ops_.end(), [](const PlannedOp& o) { return o.materialized; }),
+      std::count_if(ops_.begin(), ops_.end(), [](const PlannedOp& o) { return o.runs_tasks(); }),
       total_tasks(), FormatBytes(spec_.allowed_mem), FormatBytes(spec_.reserved_mem),
       FormatBytes(spec_.total_system_mem), ExecutorName(spec_.executor), spec_.workers);
   out += fmt::format("RAM for intermediates: {}\n", FormatBytes(ram_tier_capacity_));
@@ -55,8 +64,8 @@ std::string Plan::ToText() const {
     const Node& n = *op.node;
     out += fmt::format("{:<16} {:<12} {:<11} {:<20} {:<20} {:>7} {:>10}  {:<7} {}\n", n.name,
                        n.op_name, NodeKindName(n.kind), ShapeToString(n.shape), GridText(n.grid),
-                       op.materialized ? std::to_string(op.num_tasks()) : "-",
-                       op.materialized ? FormatBytes(op.projected_mem) : "-", TierName(op.tier),
+                       op.runs_tasks() ? std::to_string(op.num_tasks()) : "-",
+                       op.runs_tasks() ? FormatBytes(op.projected_mem) : "-", TierName(op.tier),
                        Notes(ops_, op));
   }
   for (const PlannedOp& op : ops_) {
@@ -101,6 +110,12 @@ std::string Plan::ToJson() const {
                         {"note", op.note}};
     if (op.stored_grid) o["stored_chunks"] = op.stored_grid->ToString();
     if (op.fused_into >= 0) o["fused_into"] = ops_[op.fused_into].node->name;
+    if (op.computed_with >= 0) o["computed_with"] = ops_[op.computed_with].node->name;
+    if (!op.siblings.empty()) {
+      std::vector<std::string> names;
+      for (int s : op.siblings) names.push_back(ops_[s].node->name);
+      o["siblings"] = std::move(names);
+    }
     list.push_back(std::move(o));
   }
   j["ops"] = std::move(list);

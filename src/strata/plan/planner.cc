@@ -42,8 +42,8 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
   for (const std::string& name : options.disabled_passes) {
     if (std::find(std::begin(kOptionalPasses), std::end(kOptionalPasses), name) ==
         std::end(kOptionalPasses)) {
-      return InvalidArgumentError(
-          fmt::format("unknown optimizer pass '{}' to disable (known: fuse)", name));
+      return InvalidArgumentError(fmt::format("unknown optimizer pass '{}' to disable (known: {})",
+                                              name, fmt::join(kOptionalPasses, ", ")));
     }
   }
   PlanDraft d;
@@ -58,6 +58,7 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
       {"collect", &internal_plan::Collect, false},
       {"lower_rechunk", &internal_plan::LowerRechunks, false},
       {"fuse", &internal_plan::Fuse, true},
+      {"fuse_siblings", &internal_plan::FuseSiblings, true},
       {"place_tiers", &internal_plan::PlaceTiers, false},
       {"project_memory", &internal_plan::ProjectMemory, false},
   };
@@ -65,6 +66,9 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     if (pass.optional && (options.disabled_passes.count(std::string(pass.name)) || !spec.fuse)) {
       continue;
     }
+    // The dask executor keeps one block per Dask task (its result): a task
+    // with several outputs has no place there.
+    if (pass.name == "fuse_siblings" && spec.executor == ExecutorKind::kDask) continue;
     STRATA_RETURN_IF_ERROR(pass.run(d));
     d.passes_run.emplace_back(pass.name);
 #ifndef NDEBUG

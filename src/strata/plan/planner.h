@@ -19,6 +19,10 @@
 //                  its consumer's tasks, if the group reads <= 4 source
 //                  arrays, <= 10 input blocks per task, and fits allowed_mem
 //                  (fuse.cc; switchable: PlanOptions::disabled_passes)
+//   fuse_siblings  sibling consumers of one source, block for block on one
+//                  grid, become one task per block with several outputs, so
+//                  that each source block is read once for all of them
+//                  (fuse.cc; switchable like fuse)
 //   place_tiers    the tier of every intermediate and why, from the same
 //                  ledger (place_tiers.cc)
 //   project_memory each op's per-task memory (memory_model.h)
@@ -72,10 +76,18 @@ struct TierPlacement {
 struct PlannedOp {
   std::shared_ptr<const Node> node;
   int index = -1;
-  // Tasks run for this op. False for sources, virtual arrays and fused ops.
+  // Its blocks exist for readers (in a tier, the results or a Zarr target).
+  // False for sources, virtual arrays and fused ops.
   bool materialized = false;
   // Set when this op is computed inside another op's tasks.
   int fused_into = -1;
+  // Sibling fusion: a materialized op whose blocks are computed in the tasks
+  // of op `computed_with` (its group's leader), block for block, so that the
+  // input blocks the group shares are read once per task. -1: its own tasks.
+  int computed_with = -1;
+  // A group's leader: the ops its tasks compute after its own block, in
+  // order. Its dependencies are the group's; its projection covers them all.
+  std::vector<int> siblings;
   // Nodes computed inside this op's tasks (besides its own node), in order.
   std::vector<std::string> fused_names;
   std::vector<Dependency> dependencies;  // materialized producers
@@ -95,7 +107,9 @@ struct PlannedOp {
   std::string note;
   bool is_output = false;  // returned by compute()
   int output_slot = -1;    // position in the requested list
-  int64_t num_tasks() const { return materialized ? node->num_blocks() : 0; }
+  // Tasks of its own: materialized and not computed in a sibling's tasks.
+  bool runs_tasks() const { return materialized && computed_with < 0; }
+  int64_t num_tasks() const { return runs_tasks() ? node->num_blocks() : 0; }
 };
 
 struct PlanOptions {
@@ -149,7 +163,7 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
     const PlanOptions& options = {});
 
 // The passes PlanOptions::disabled_passes may name.
-inline constexpr std::string_view kOptionalPasses[] = {"fuse"};
+inline constexpr std::string_view kOptionalPasses[] = {"fuse", "fuse_siblings"};
 
 }  // namespace strata
 

@@ -27,9 +27,9 @@ TEST(PlannerTest, PassesRunInOrderAndTheOptimizerCanBeSwitchedOff) {
   auto out = StoreNode(ElementwiseNode({a, a}));
   auto plan = PlanOf({out}, PlanSpec(64 * kMB));
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->passes_run(), (std::vector<std::string>{"collect", "lower_rechunk", "fuse",
-                                                          "place_tiers", "project_memory",
-                                                          "check"}));
+  EXPECT_EQ(plan->passes_run(),
+            (std::vector<std::string>{"collect", "lower_rechunk", "fuse", "fuse_siblings",
+                                      "place_tiers", "project_memory", "check"}));
   PlanOptions no_fuse;
   no_fuse.disabled_passes.insert("fuse");
   auto unfused = PlanOf({out}, PlanSpec(64 * kMB), no_fuse);
@@ -136,6 +136,94 @@ TEST(PlanInvariantsTest, ARechunkLeftUnloweredIsCaught) {
   ASSERT_TRUE(internal_plan::Collect(d).ok());
   Status s = internal_plan::CheckInvariants(d, "lower_rechunk");
   EXPECT_NE(s.message().find("was not lowered"), std::string_view::npos) << s.ToString();
+}
+
+
+// fuse_siblings: u*u, v*v and u*v each read u or v; one task per block
+// computes all three, reading each source block once.
+TEST(FuseSiblingsTest, ConsumersOfOneSourceShareTasks) {
+  auto u = SourceNode({40, 100}, {10, 100}, DTypeId::kFloat64);
+  auto v = SourceNode({40, 100}, {10, 100}, DTypeId::kFloat64);
+  auto uu = ElementwiseNode({u, u}, "multiply");
+  auto vv = ElementwiseNode({v, v}, "multiply");
+  auto uv = ElementwiseNode({u, v}, "multiply");
+  auto plan = PlanOf({uu, vv, uv}, PlanSpec(64 * kMB));
+  ASSERT_TRUE(plan);
+  EXPECT_NE(std::find(plan->passes_run().begin(), plan->passes_run().end(), "fuse_siblings"),
+            plan->passes_run().end());
+  const PlannedOp* leader = plan->Find(uv.get());
+  ASSERT_NE(leader, nullptr);
+  EXPECT_TRUE(leader->runs_tasks());
+  ASSERT_EQ(leader->siblings.size(), 2u) << plan->ToText();
+  for (const std::shared_ptr<const Node>& n : {uu, vv}) {
+    const PlannedOp* s = plan->Find(n.get());
+    EXPECT_EQ(s->computed_with, leader->index);
+    EXPECT_FALSE(s->runs_tasks());
+    EXPECT_EQ(s->num_tasks(), 0);
+    EXPECT_TRUE(s->is_output);
+  }
+  EXPECT_EQ(plan->total_tasks(), 4) << "one task per block for all three";
+  EXPECT_EQ(leader->source_arrays, 2);
+  EXPECT_EQ(leader->input_blocks_per_task, 2) << "u and v once each";
+  // The projection counts both sources' blocks (each chunk 8 KB, decoded
+  // with one copy of its encoded bytes) and all three outputs.
+  const int64_t block = 10 * 100 * 8;
+  EXPECT_GE(leader->projected_mem, kDefaultReservedMem + 2 * block + 3 * block);
+  EXPECT_LE(leader->projected_mem, kDefaultReservedMem + 2 * 2 * block + 3 * block + block);
+  const std::string text = plan->ToText();
+  EXPECT_NE(text.find("fused siblings"), std::string::npos) << text;
+  EXPECT_NE(text.find("reading " + u->name + ", " + v->name + " once (2 input blocks per task, "
+                      "were 6)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("its tasks also compute siblings"), std::string::npos) << text;
+  EXPECT_NE(text.find("computed in the tasks of sibling " + uv->name), std::string::npos) << text;
+  EXPECT_NE(plan->ToJson().find("\"computed_with\""), std::string::npos);
+
+  // Switched off, each op runs its own tasks again.
+  PlanOptions off;
+  off.disabled_passes.insert("fuse_siblings");
+  auto apart = PlanOf({uu, vv, uv}, PlanSpec(64 * kMB), off);
+  ASSERT_TRUE(apart);
+  EXPECT_EQ(apart->total_tasks(), 12);
+  for (const PlannedOp& op : apart->ops()) EXPECT_TRUE(op.siblings.empty());
+}
+
+TEST(FuseSiblingsTest, GroupStaysWithinAllowedMem) {
+  // Blocks of 8 MB: one op's task takes 25 MB (two inputs, its output,
+  // reserved), two siblings 33 MB, three 41 MB: over allowed_mem 40 MB.
+  auto u = SourceNode({4000, 1000}, {1000, 1000}, DTypeId::kFloat64, /*compressed=*/false);
+  auto v = SourceNode({4000, 1000}, {1000, 1000}, DTypeId::kFloat64, /*compressed=*/false);
+  auto uu = ElementwiseNode({u, u}, "multiply");
+  auto uv = ElementwiseNode({u, v}, "multiply");
+  auto vv = ElementwiseNode({v, v}, "multiply");
+  auto plan = PlanOf({uu, uv, vv}, PlanSpec(40 * kMB, TierChoice::kAuto, kMB));
+  ASSERT_TRUE(plan);
+  int leaders = 0;
+  for (const PlannedOp& op : plan->ops()) {
+    if (!op.siblings.empty()) ++leaders;
+    if (op.runs_tasks()) {
+      EXPECT_LE(op.projected_mem, 40 * kMB) << plan->ToText();
+    }
+  }
+  EXPECT_EQ(leaders, 1) << plan->ToText();
+  const std::string text = plan->ToText();
+  EXPECT_NE(text.find("not fused with sibling"), std::string::npos) << text;
+  EXPECT_NE(text.find("> allowed_mem"), std::string::npos) << text;
+}
+
+TEST(FuseSiblingsTest, OpsThatReadEachOtherOrOtherBlocksStayApart) {
+  auto u = SourceNode({40, 100}, {10, 100}, DTypeId::kFloat64);
+  auto a = ElementwiseNode({u}, "negative");
+  auto b = ElementwiseNode({a, u}, "add");  // reads a: a deeper op
+  auto other_grid = SourceNode({40, 100}, {20, 100}, DTypeId::kFloat64);
+  auto c = ElementwiseNode({other_grid}, "negative");
+  auto plan = PlanOf({a, b, c}, PlanSpec(64 * kMB));
+  ASSERT_TRUE(plan);
+  for (const PlannedOp& op : plan->ops()) {
+    EXPECT_TRUE(op.siblings.empty()) << plan->ToText();
+    EXPECT_EQ(op.computed_with, -1);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace strata::internal_plan {
 
 Status ProjectMemory(PlanDraft& d) {
   MemoryModel model(d.ops, d.index, d.spec.reserved_mem);
-  for (PlannedOp& op : d.ops) op.projected_mem = op.materialized ? model.Project(op.index) : 0;
+  for (PlannedOp& op : d.ops) op.projected_mem = op.runs_tasks() ? model.Project(op.index) : 0;
   return Status::Ok();
 }
 

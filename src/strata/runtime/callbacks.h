@@ -47,6 +47,9 @@ struct ComputeSummary {
   int64_t tasks_skipped = 0;
   int64_t peak_pool_bytes = 0;          // peak of the compute's root pool
   int64_t intermediate_bytes_written = 0;  // to disk/object tiers
+  // Stored bytes of Zarr chunks the compute's tasks read (every successful
+  // task; a source read once is its stored size).
+  int64_t zarr_bytes_read = 0;
   int64_t peak_resident_intermediate_bytes = 0;
   // mpi executor, per rank: the peak of its compute pool, and the memory it
   // may use (its share of total_system_mem). Empty for other executors.

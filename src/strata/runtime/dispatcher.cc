@@ -292,7 +292,12 @@ void Dispatcher::WorkerLoop(int worker) {
     }
     lock.unlock();
     const PlannedOp& op = plan_.ops()[attempt->task.op];
-    if (attempt->first_of_op) Notify([&](Callback& cb) { cb.OnOpStart(op); });
+    if (attempt->first_of_op) {
+      Notify([&](Callback& cb) {
+        cb.OnOpStart(op);
+        for (int sibling : op.siblings) cb.OnOpStart(plan_.ops()[sibling]);
+      });
+    }
     AttemptOutcome out = RunWithRetries(*attempt, worker);
     lock.lock();
     scheduler_->SetNow(Seconds(Clock::now()));
@@ -309,7 +314,9 @@ void Dispatcher::WorkerLoop(int worker) {
         Scheduler::Completion c = scheduler_->Succeeded(*attempt, worker);
         CountProduced(*attempt, worker, out.figures, /*duplicate=*/true);
         dead = std::move(c.dead);
-        if (c.duplicate_copy && KeepsPrivateCopies(op)) dead.push_back(*c.duplicate_copy);
+        for (const DeadBlock& copy : c.duplicate_copies) {
+          if (KeepsPrivateCopies(plan_.ops()[copy.op])) dead.push_back(copy);
+        }
       } else {
         dead = scheduler_->Abandon(*attempt);
       }
@@ -356,6 +363,7 @@ void Dispatcher::WorkerLoop(int worker) {
     CountProduced(*attempt, worker, out.figures, /*duplicate=*/false);
     for (const Superseded& loser : done.superseded) MarkSuperseded(loser);
     ++tasks_done_;
+    zarr_bytes_read_ += out.figures.zarr_bytes_read;
     if (out.figures.skipped) ++tasks_skipped_;
     lock.unlock();
     NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
@@ -420,6 +428,7 @@ Status Dispatcher::Finish(ComputeSummary* summary) {
   summary->intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
   summary->tasks = tasks_done_;
   summary->tasks_skipped = tasks_skipped_;
+  summary->zarr_bytes_read = zarr_bytes_read_;
   summary->peak_pool_bytes = root_pool_ ? root_pool_->peak_bytes() : 0;
   summary->peak_resident_intermediate_bytes = peak_resident_;
   if (scheduler_) {

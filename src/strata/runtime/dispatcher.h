@@ -187,6 +187,7 @@ class Dispatcher {
   int64_t worker_disk_bytes_ = 0;         // guarded by mu_: reported by other processes
   int64_t tasks_done_ = 0;                // guarded by mu_
   int64_t tasks_skipped_ = 0;             // guarded by mu_
+  int64_t zarr_bytes_read_ = 0;           // guarded by mu_: by successful tasks
   int64_t hung_workers_killed_ = 0;       // guarded by mu_
 
   // How often idle workers look for stragglers.

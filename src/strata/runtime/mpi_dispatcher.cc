@@ -414,15 +414,20 @@ int64_t MpiDispatcher::BlockBytes(int op, Index linear) const {
 
 void MpiDispatcher::CountProduced(const Attempt& attempt, int worker,
                                   const TaskFigures& /*figures*/, bool duplicate) {
-  const PlannedOp& op = plan_.ops()[attempt.task.op];
-  if (op.tier == Tier::kNone) return;
-  // A superseded attempt's block is its own copy on its rank, erased there
-  // next (DeadBlock::copy); the owner stays the winner's rank.
-  if (!duplicate) owners_.Set(attempt.task.op, attempt.task.block, worker);
-  if (op.tier != Tier::kMemory) return;
-  const int64_t bytes = BlockBytes(attempt.task.op, attempt.task.block);
-  rank_resident_[worker] += bytes;
-  resident_ += bytes;
+  // The task's block and its siblings' (computed in the same task). A
+  // superseded attempt's block is its own copy on its rank, erased there next
+  // (DeadBlock::copy); the owner stays the winner's rank.
+  const PlannedOp& task_op = plan_.ops()[attempt.task.op];
+  for (size_t m = 0; m <= task_op.siblings.size(); ++m) {
+    const int produced = m == 0 ? attempt.task.op : task_op.siblings[m - 1];
+    const PlannedOp& op = plan_.ops()[produced];
+    if (op.tier == Tier::kNone) continue;
+    if (!duplicate) owners_.Set(produced, attempt.task.block, worker);
+    if (op.tier != Tier::kMemory) continue;
+    const int64_t bytes = BlockBytes(produced, attempt.task.block);
+    rank_resident_[worker] += bytes;
+    resident_ += bytes;
+  }
   peak_resident_ = std::max(peak_resident_, resident_);
   // Blocks past the rank's share of the tier's RAM are spilled.
   scheduler_->SetResident(worker, std::min(rank_resident_[worker], rank_ram_[worker]));
@@ -601,15 +606,17 @@ Status MpiDispatcher::Finish(ComputeSummary* summary) {
   STRATA_ASSIGN_OR_RETURN(summary->rank_peak_pool_bytes,
                           mpi::AllGather(root_pool_ ? root_pool_->peak_bytes() : 0));
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> traffic, mpi::AllGather(fetched));
-  std::array<int64_t, 5> figures = {summary->intermediate_bytes_written, summary->tasks,
+  std::array<int64_t, 6> figures = {summary->intermediate_bytes_written, summary->tasks,
                                     summary->peak_resident_intermediate_bytes,
-                                    summary->backup_attempts, summary->backups_won};
+                                    summary->backup_attempts, summary->backups_won,
+                                    summary->zarr_bytes_read};
   STRATA_RETURN_IF_ERROR(mpi::Broadcast(std::as_writable_bytes(std::span(figures)), 0));
   summary->intermediate_bytes_written = figures[0];
   summary->tasks = figures[1];
   summary->peak_resident_intermediate_bytes = figures[2];
   summary->backup_attempts = figures[3];
   summary->backups_won = figures[4];
+  summary->zarr_bytes_read = figures[5];
   summary->peak_pool_bytes = 0;
   for (int64_t peak : summary->rank_peak_pool_bytes) summary->peak_pool_bytes += peak;
   summary->bytes_between_ranks = 0;

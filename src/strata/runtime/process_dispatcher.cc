@@ -215,7 +215,7 @@ Status ProcessDispatcher::PrepareShared() {
   for (const PlannedOp& op : ops) {
     if (op.materialized && op.tier == Tier::kMemory) {
       any = true;
-      blocks += op.num_tasks();
+      blocks += op.node->num_blocks();
     }
   }
   if (!any) return Status::Ok();

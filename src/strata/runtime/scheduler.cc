@@ -225,7 +225,9 @@ std::vector<DeadBlock> Scheduler::Stop(int64_t attempt_id) {
 void Scheduler::Kill(const DeadBlock& dead, std::vector<DeadBlock>* now) {
   // The block of task (op, block): while an attempt of that task runs (one
   // that was superseded), it may still publish the block; erase it after.
-  if (AnyAttemptRunning(TaskId{dead.op, dead.block})) {
+  // A sibling's block is produced by its group leader's task.
+  const int task_op = op(dead.op).computed_with >= 0 ? op(dead.op).computed_with : dead.op;
+  if (AnyAttemptRunning(TaskId{task_op, dead.block})) {
     deferred_dead_.push_back(dead);
   } else {
     now->push_back(dead);
@@ -245,8 +247,12 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
   const double seconds = now_ - it->start;
   if (lost) {
     c.duplicate = true;
-    if (op(attempt.task.op).tier != Tier::kNone) {
-      c.duplicate_copy = DeadBlock{attempt.task.op, attempt.task.block, worker, /*copy=*/true};
+    const PlannedOp& o = op(attempt.task.op);
+    for (size_t m = 0; m <= o.siblings.size(); ++m) {
+      const int produced = m == 0 ? attempt.task.op : o.siblings[m - 1];
+      if (op(produced).tier != Tier::kNone) {
+        c.duplicate_copies.push_back(DeadBlock{produced, attempt.task.block, worker, /*copy=*/true});
+      }
     }
     c.dead = Stop(attempt.id);
     return c;
@@ -265,43 +271,48 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
 
   const TaskId& task = attempt.task;
   const PlannedOp& o = op(task.op);
-  OpState& s = state_[task.op];
   const Shape block = Unravel(task.op, task.block);
   --tasks_remaining_;
-  if (++s.done == o.num_tasks()) c.finished_ops.push_back(task.op);
 
-  // Readers of the new block: count them, and wake the tasks it completes.
-  int64_t readers = 0;
-  for (int consumer : o.consumers) {
-    const PlannedOp& co = op(consumer);
-    OpState& cs = state_[consumer];
-    const Shape& out_grid = co.node->grid.grid_shape();
-    for (const Dependency& d : co.dependencies) {
-      if (d.producer != task.op) continue;
-      ForEachConsumer(d.map, block, out_grid, [&](std::span<const Index> b) {
-        ++readers;
-        const Index linear = LinearIndex(b, out_grid);
-        auto [entry, fresh] = cs.pending.try_emplace(linear, 0);
-        if (fresh) {
-          // First input of this task: count all it waits for.
-          Index n = 0;
-          for (const Dependency& e : co.dependencies) n += CountInputBlocks(e.map, b);
-          entry->second = static_cast<int32_t>(n);
-        }
-        if (--entry->second == 0) {
-          cs.pending.erase(entry);
-          ready_.push({{consumer, linear}});
-        }
-      });
+  // The task produced this block of its op and of each sibling computed in
+  // its tasks: count each block's readers, and wake the tasks it completes.
+  for (size_t m = 0; m <= o.siblings.size(); ++m) {
+    const int produced = m == 0 ? task.op : o.siblings[m - 1];
+    const PlannedOp& po = op(produced);
+    OpState& s = state_[produced];
+    if (++s.done == po.node->num_blocks()) c.finished_ops.push_back(produced);
+    int64_t readers = 0;
+    for (int consumer : po.consumers) {
+      const PlannedOp& co = op(consumer);
+      OpState& cs = state_[consumer];
+      const Shape& out_grid = co.node->grid.grid_shape();
+      for (const Dependency& d : co.dependencies) {
+        if (d.producer != produced) continue;
+        ForEachConsumer(d.map, block, out_grid, [&](std::span<const Index> b) {
+          ++readers;
+          const Index linear = LinearIndex(b, out_grid);
+          auto [entry, fresh] = cs.pending.try_emplace(linear, 0);
+          if (fresh) {
+            // First input of this task: count all it waits for.
+            Index n = 0;
+            for (const Dependency& e : co.dependencies) n += CountInputBlocks(e.map, b);
+            entry->second = static_cast<int32_t>(n);
+          }
+          if (--entry->second == 0) {
+            cs.pending.erase(entry);
+            ready_.push({{consumer, linear}});
+          }
+        });
+      }
     }
-  }
-  if (o.tier != Tier::kNone) {
-    if (readers == 0) {
-      Kill({task.op, task.block, worker}, &c.dead);
-    } else {
-      LiveBlock& live = s.live[task.block];
-      live.readers = static_cast<int32_t>(readers);
-      live.producer = static_cast<int16_t>(worker);
+    if (po.tier != Tier::kNone) {
+      if (readers == 0) {
+        Kill({produced, task.block, worker}, &c.dead);
+      } else {
+        LiveBlock& live = s.live[task.block];
+        live.readers = static_cast<int32_t>(readers);
+        live.producer = static_cast<int16_t>(worker);
+      }
     }
   }
 

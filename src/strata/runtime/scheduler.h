@@ -140,10 +140,11 @@ class Scheduler {
     bool duplicate = false;
     std::vector<DeadBlock> dead;    // blocks to erase from their tiers
     std::vector<int> finished_ops;  // ops whose last task this was
-    // A duplicate of a tiered op: the block this attempt published, for
-    // executors whose workers keep private copies (mpi); where the workers
-    // share one tier, its publish-once Put kept a single copy.
-    std::optional<DeadBlock> duplicate_copy;
+    // A duplicate of a tiered op: the blocks this attempt published (its
+    // op's and each tiered sibling's), for executors whose workers keep
+    // private copies (mpi); where the workers share one tier, its
+    // publish-once Put kept a single copy.
+    std::vector<DeadBlock> duplicate_copies;
     // Other attempts of the task, now superseded.
     std::vector<Superseded> superseded;
   };

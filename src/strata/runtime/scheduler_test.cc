@@ -374,9 +374,9 @@ TEST(SchedulerTest, BlocksOfASupersededAttemptDieWhenItEnds) {
   Scheduler::Completion late = s.Succeeded(*x.slow, 0);
   EXPECT_TRUE(late.duplicate);
   EXPECT_EQ(s.tasks_remaining(), remaining) << "counted once";
-  ASSERT_TRUE(late.duplicate_copy);
-  EXPECT_TRUE(late.duplicate_copy->copy);
-  EXPECT_EQ(late.duplicate_copy->producer, 0);
+  ASSERT_EQ(late.duplicate_copies.size(), 1u);
+  EXPECT_TRUE(late.duplicate_copies[0].copy);
+  EXPECT_EQ(late.duplicate_copies[0].producer, 0);
   ASSERT_EQ(late.dead.size(), 1u);
   EXPECT_EQ(late.dead[0].block, 4);
   EXPECT_EQ(late.dead[0].producer, 1) << "the winner's block";

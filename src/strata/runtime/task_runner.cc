@@ -120,6 +120,17 @@ Result<BlockView> TaskRunner::Obtain(const Node& given, std::span<const Index> b
     }
     return it->second;
   }
+  if (frame.keep_sources && node.kind == NodeKind::kZarrSource) {
+    // Read once for every member of the task's sibling group.
+    auto key = std::make_pair(&node, Shape(block.begin(), block.end()));
+    auto it = frame.sources.find(key);
+    if (it == frame.sources.end()) {
+      STRATA_ASSIGN_OR_RETURN(NDArray a, ComputeBlock(node, block, frame));
+      auto shared = std::make_shared<const NDArray>(std::move(a));
+      it = frame.sources.emplace(std::move(key), BlockView{shared->view(), shared}).first;
+    }
+    return it->second;
+  }
   STRATA_ASSIGN_OR_RETURN(NDArray a, ComputeBlock(node, block, frame));
   auto shared = std::make_shared<const NDArray>(std::move(a));
   return BlockView{shared->view(), shared};
@@ -346,6 +357,7 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
       {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
        plan_.spec().allowed_mem});
   auto t0 = Clock::now();
+  const int64_t read_before = ThreadZarrBytesRead();
   const ZarrTarget* target = node.kind == NodeKind::kStore ? node.target.get() : nullptr;
   if (target != nullptr && target->BlockDone(node.grid, block)) {
     figures->skipped = true;  // resumed: its chunks were already written whole
@@ -365,25 +377,40 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     STRATA_RETURN_IF_ERROR(check());
     STRATA_RETURN_IF_ERROR(WriteStoreBlock(node, block, in.view, frame));
   } else {
-    STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(node, block, frame));
-    frame.fetched.clear();  // inputs are no longer needed
-    STRATA_RETURN_IF_ERROR(check());
-    const bool keep = kept && KeepsBlock(op);
-    if (op.output_slot >= 0 && !keep) {
-      Box box = node.grid.BlockBox(block);
-      CopyArray(out.view(), result_views_[op.output_slot].Slice(box));
-    }
-    if (op.tier != Tier::kNone && !(keep && op.tier == Tier::kMemory)) {
-      IntermediateStore& tier = *tiers_[task.op];
-      if (keep) {  // a result block that readers also find on disk
-        STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
-        STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
-      } else {
-        STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+    // The op's block, then each sibling's (a sibling group reads the blocks
+    // its members share once). An executor that keeps blocks itself keeps
+    // one per task: the planner fuses no siblings for it.
+    STRATA_CHECK(kept == nullptr || op.siblings.empty())
+        << "op " << node.name << " has siblings under an executor that keeps blocks";
+    frame.keep_sources = !op.siblings.empty();
+    for (size_t m = 0; m <= op.siblings.size(); ++m) {
+      frame.root = m == 0 ? task.op : op.siblings[m - 1];
+      const PlannedOp& member = plan_.ops()[frame.root];
+      STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(*member.node, block, frame));
+      if (m == op.siblings.size()) {
+        // Inputs are no longer needed.
+        frame.fetched.clear();
+        frame.sources.clear();
       }
+      STRATA_RETURN_IF_ERROR(check());
+      const bool keep = kept && KeepsBlock(member);
+      if (member.output_slot >= 0 && !keep) {
+        Box box = member.node->grid.BlockBox(block);
+        CopyArray(out.view(), result_views_[member.output_slot].Slice(box));
+      }
+      if (member.tier != Tier::kNone && !(keep && member.tier == Tier::kMemory)) {
+        IntermediateStore& tier = *tiers_[frame.root];
+        if (keep) {  // a result block that readers also find on disk
+          STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
+          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
+        } else {
+          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+        }
+      }
+      if (keep) kept->emplace(std::move(out));
     }
-    if (keep) kept->emplace(std::move(out));
   }
+  figures->zarr_bytes_read = ThreadZarrBytesRead() - read_before;
   auto t1 = Clock::now();
   figures->start_seconds = Seconds(t0);
   figures->end_seconds = Seconds(t1);

@@ -42,6 +42,8 @@ struct TaskFigures {
   int64_t worker_rss = 0;     // the worker's resident set, where a dispatcher measures it
   // A store task whose chunk a resumed run found complete: nothing was done.
   bool skipped = false;
+  // Stored bytes of Zarr chunks the task read (ThreadZarrBytesRead).
+  int64_t zarr_bytes_read = 0;
 };
 
 // The ops whose blocks TaskRunner::Run leaves in `kept` rather than storing
@@ -76,12 +78,16 @@ class TaskRunner {
 
  private:
   // Per-task state: its pool, the materialized blocks it already fetched, and
-  // the whole blocks a streamed chain reads strip by strip.
+  // the whole blocks a streamed chain reads strip by strip. A task of a
+  // sibling group computes each member in turn (root is the one being
+  // computed) and keeps the Zarr source blocks it read for the next members.
   struct Frame {
     int root = -1;
     std::shared_ptr<MemoryPool> pool;
     std::map<std::pair<int, Shape>, BlockView> fetched;
     std::map<std::pair<const Node*, Shape>, BlockView> stream_leaves;
+    bool keep_sources = false;
+    std::map<std::pair<const Node*, Shape>, BlockView> sources;
   };
 
   // The op computing `node`, and its node: itself, or what the planner put

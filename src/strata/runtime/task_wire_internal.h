@@ -31,6 +31,7 @@ struct WireReply {
   int64_t disk_bytes = 0;        // written to disk tiers (and memory-tier fallback files)
   int64_t worker_rss = 0;        // the worker's resident set after the task
   int64_t worker_pool_peak = 0;  // peak of the worker's compute pool so far
+  int64_t zarr_bytes_read = 0;   // by the task
   char message[2048] = {};
 
   static WireReply From(const Status& s, const TaskFigures& figures, int64_t disk_bytes,
@@ -48,6 +49,7 @@ struct WireReply {
     reply.disk_bytes = disk_bytes;
     reply.worker_rss = rss;
     reply.worker_pool_peak = pool_peak;
+    reply.zarr_bytes_read = figures.zarr_bytes_read;
     return reply;
   }
   Status status() const {
@@ -56,7 +58,14 @@ struct WireReply {
                   std::string(message, ::strnlen(message, sizeof message)));
   }
   TaskFigures figures() const {
-    return TaskFigures{start_seconds, end_seconds, measured_peak, worker_rss, skipped != 0};
+    TaskFigures f;
+    f.start_seconds = start_seconds;
+    f.end_seconds = end_seconds;
+    f.measured_peak = measured_peak;
+    f.worker_rss = worker_rss;
+    f.zarr_bytes_read = zarr_bytes_read;
+    f.skipped = skipped != 0;
+    return f;
   }
 };
 

@@ -23,6 +23,8 @@ namespace {
 
 using json = nlohmann::json;
 
+thread_local int64_t zarr_bytes_read = 0;
+
 // The marker holds the metadata documents the array will have once complete.
 std::string EncodeMarker(const ArrayMetadata& metadata) {
   json docs = json::object();
@@ -497,6 +499,8 @@ Status ZarrArray::CheckMissingChunk() const {
   return CheckUnchanged();
 }
 
+int64_t ThreadZarrBytesRead() { return zarr_bytes_read; }
+
 Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& out,
                                 MemoryPool& pool, bool* present) const {
   const std::string key = ChunkStoreKey(block);
@@ -508,6 +512,7 @@ Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& o
       FillArray(out, metadata_.fill_value.bytes);
       return CheckMissingChunk();
     }
+    if (s.ok()) zarr_bytes_read += static_cast<int64_t>(out.bytes().size());
     return s;
   }
   Result<Buffer> encoded = store_->Get(key, pool);
@@ -519,6 +524,7 @@ Status ZarrArray::ReadFullChunk(std::span<const Index> block, const ArrayView& o
     }
     return encoded.status();
   }
+  zarr_bytes_read += encoded->size();
   return codec_->Decode(encoded->span(), out, pool);
 }
 

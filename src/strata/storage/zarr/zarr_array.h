@@ -267,6 +267,13 @@ class ZarrArray {
   mutable std::vector<std::pair<Index, std::shared_ptr<const ShardIndex>>> index_cache_;  // guarded by index_mu_
 };
 
+// Stored bytes of chunks this thread has read through any ZarrArray (whole
+// encoded chunks, byte ranges of them, uncompressed chunks read in place)
+// since it started. A task reads it before and after it runs to know what it
+// read (TaskFigures::zarr_bytes_read); a value per thread, so concurrent
+// tasks do not mix.
+int64_t ThreadZarrBytesRead();
+
 // Reads the metadata of the node at `path` (array or group, either version)
 // without opening it: used by `strata info` for groups and incomplete arrays.
 struct NodeInfo {
