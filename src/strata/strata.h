@@ -53,6 +53,9 @@ Array asarray(NDArray data, Shape chunks = {}, const Spec& spec = {});
 Array asarray(std::shared_ptr<const NDArray> data, Shape chunks = {}, const Spec& spec = {});
 // An existing Zarr array (v2 or v3), by path or URL. Its chunks are its Zarr chunks.
 Array from_zarr(const std::string& path, const Spec& spec = {});
+// A Zarr array already open (a caller that read its metadata need not open it
+// again). `array` must not be null.
+Array from_zarr(std::shared_ptr<ZarrArray> array, const Spec& spec = {});
 
 namespace random {
 // Uniform float64 in [0, 1). Each element is a function of its flat index and

@@ -197,14 +197,19 @@ Array from_zarr(const std::string& path, const Spec& spec) {
   if (!at.ok()) return Array::FromStatus(at.status().WithContext("from_zarr"));
   Result<std::shared_ptr<ZarrArray>> z = ZarrArray::Open(at->store, at->prefix);
   if (!z.ok()) return Array::FromStatus(z.status().WithContext("from_zarr"));
+  return from_zarr(*std::move(z), spec);
+}
+
+Array from_zarr(std::shared_ptr<ZarrArray> array, const Spec& spec) {
+  if (!array) return Array::FromStatus(InvalidArgumentError("from_zarr: no array (null)"));
   Node node;
   node.op_name = "from_zarr";
   node.kind = NodeKind::kZarrSource;
-  node.shape = (*z)->shape();
-  node.dtype = (*z)->dtype();
+  node.shape = array->shape();
+  node.dtype = array->dtype();
   // A sharded array is read inner chunk by inner chunk.
-  node.grid = (*z)->read_grid();
-  node.zarr = *z;
+  node.grid = array->read_grid();
+  node.zarr = std::move(array);
   node.spec = MakeSpec(spec);
   return Array(MakeNode(std::move(node)));
 }

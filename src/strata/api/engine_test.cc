@@ -208,6 +208,19 @@ TEST_P(EngineTest, ToZarrThenFromZarrRoundTrip) {
   for (Index i = 0; i < ref.num_elements(); ++i) {
     ASSERT_EQ(got.data_as<double>()[i], 2 * ref.data_as<double>()[i]);
   }
+  // The same array already open (as `strata rechunk` passes it): same
+  // chunks, same values; a null array is an error, not a crash.
+  Result<StoreAndPrefix> at = OpenStoreUrl(dir.path() + "/out.zarr", /*create=*/false);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  Result<std::shared_ptr<ZarrArray>> open = ZarrArray::Open(at->store, at->prefix);
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  Array again = from_zarr(*open, spec);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again.chunksize(), Shape({7, 6}));
+  NDArray got_again = Compute(again);
+  ASSERT_EQ(got_again.nbytes(), got.nbytes());
+  EXPECT_EQ(0, std::memcmp(got_again.data(), got.data(), got.nbytes()));
+  EXPECT_FALSE(from_zarr(std::shared_ptr<ZarrArray>(), spec).ok());
 }
 
 TEST_P(EngineTest, DiskTierLeavesWorkDirEmpty) {

@@ -11,6 +11,7 @@
 #include "strata/base/status.h"
 #include "strata/core/box.h"
 #include "strata/core/dtype.h"
+#include "strata/plan/spec.h"
 #include "strata/storage/codec/codec_spec.h"
 #include "strata/storage/zarr/metadata.h"
 
@@ -72,19 +73,10 @@ struct RechunkOptions {
   // array, by its dimension names; unnamed axes keep their chunks) or one
   // array. Set instead of `chunks`.
   std::vector<std::pair<std::string, Index>> named_chunks;
-  std::string allowed_mem = "2GB";
-  std::string reserved_mem;      // empty: the default
-  std::string total_system_mem;  // empty: the default
-  std::string work_dir;
-  std::string executor = "threads";
-  std::string tier = "auto";
-  std::string object_store_url;  // --tier-object
-  int workers = 1;
-  // Straggler backups and hung-worker detection (Spec's fields of the same
-  // names).
-  bool backup_tasks = true;
-  double backup_slowdown = 3.0;
-  double heartbeat_timeout = 60;
+  // The command line's settings, parsed once (main.cc): allowed/reserved/
+  // total memory, work_dir, executor, workers, tier, the object-tier URL,
+  // straggler backups and hung-worker detection.
+  Spec spec;
   std::optional<std::vector<BytesCodecSpec>> codecs;  // nullopt: keep the source's
   std::optional<ZarrFormat> zarr_format;              // nullopt: keep the source's
   // Zarr v3 sharding of DST: `chunks` are the inner chunks, these the shards.

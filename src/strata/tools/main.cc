@@ -131,36 +131,39 @@ int Main(int argc, char** argv) {
   // strata rechunk / strata plan (shared options)
   RechunkOptions rk;
   std::string rk_chunks, rk_codec, rk_shape, rk_source_chunks, rk_dtype = "float64", rk_shards;
+  // Bound as text, parsed once into rk.spec below.
+  std::string rk_allowed_mem = "2GB", rk_reserved_mem, rk_total_system_mem;
+  std::string rk_executor = "threads", rk_tier = "auto";
   int rk_format = 0;
-  rk.workers = default_workers;
+  rk.spec.workers = default_workers;
   auto add_rechunk_options = [&](CLI::App* sub) {
     sub->add_option("--chunks", rk_chunks,
                     "Target chunk shape, e.g. 1000,10000, or by dimension name, e.g. "
                     "time=-1,lat=10,lon=10 (-1: the whole axis; required for a group)")
         ->required();
-    sub->add_option("--allowed-mem", rk.allowed_mem, "Memory one task may use")
+    sub->add_option("--allowed-mem", rk_allowed_mem, "Memory one task may use")
         ->capture_default_str();
-    sub->add_option("--reserved-mem", rk.reserved_mem, "Memory a task needs before any chunk");
-    sub->add_option("--total-system-mem", rk.total_system_mem,
+    sub->add_option("--reserved-mem", rk_reserved_mem, "Memory a task needs before any chunk");
+    sub->add_option("--total-system-mem", rk_total_system_mem,
                     "Memory for all tasks and RAM intermediates (default 80% of RAM)");
-    sub->add_option("--workers", rk.workers, "Worker threads or processes")
+    sub->add_option("--workers", rk.spec.workers, "Worker threads or processes")
         ->capture_default_str();
-    sub->add_option("--executor", rk.executor,
+    sub->add_option("--executor", rk_executor,
                     "inline, threads, processes (worker processes sharing chunks through "
                     "shared memory), or mpi (every rank of an mpirun/srun job; see README)")
         ->capture_default_str();
-    sub->add_option("--tier", rk.tier, "Where intermediates go: auto, memory, spill, disk, object")
+    sub->add_option("--tier", rk_tier, "Where intermediates go: auto, memory, spill, disk, object")
         ->capture_default_str();
-    sub->add_option("--work-dir", rk.work_dir, "Directory for disk intermediates and spill");
-    sub->add_option("--tier-object", rk.object_store_url,
+    sub->add_option("--work-dir", rk.spec.work_dir, "Directory for disk intermediates and spill");
+    sub->add_option("--tier-object", rk.spec.object_store_url,
                     "Object-store prefix for the object tier, e.g. s3://bucket/tmp");
-    sub->add_flag("!--no-backups", rk.backup_tasks,
+    sub->add_flag("!--no-backups", rk.spec.backup_tasks,
                   "Never start backup attempts of straggling tasks");
-    sub->add_option("--backup-slowdown", rk.backup_slowdown,
+    sub->add_option("--backup-slowdown", rk.spec.backup_slowdown,
                     "A task running longer than this x its op's median task time gets a backup "
                     "attempt on another worker")
         ->capture_default_str();
-    sub->add_option("--heartbeat-timeout", rk.heartbeat_timeout,
+    sub->add_option("--heartbeat-timeout", rk.spec.heartbeat_timeout,
                     "Seconds without a heartbeat after which a worker process is killed as hung "
                     "(processes) or the job ends (mpi)")
         ->capture_default_str();
@@ -304,35 +307,38 @@ int Main(int argc, char** argv) {
                                        ShapeToString(rk.chunks))};
         }
       }
-      check_workers(rk.workers);
+      check_workers(rk.spec.workers);
       CLI::App* sub = rk.plan_only ? plan : rechunk;
-      CheckSizeOption(sub, "--allowed-mem", rk.allowed_mem);
-      CheckSizeOption(sub, "--reserved-mem", rk.reserved_mem);
-      CheckSizeOption(sub, "--total-system-mem", rk.total_system_mem);
+      CheckSizeOption(sub, "--allowed-mem", rk_allowed_mem);
+      CheckSizeOption(sub, "--reserved-mem", rk_reserved_mem);
+      CheckSizeOption(sub, "--total-system-mem", rk_total_system_mem);
       if (!rk.plan_only) {
         // Nothing written (DST, work_dir, the object tier) may overlap SRC,
         // and DST may not hold the intermediates.
         OrUsage(CheckDisjoint(rk.src, "SRC", rk.dst, "DST"));
-        if (!rk.work_dir.empty()) {
-          OrUsage(CheckDisjoint(rk.src, "SRC", rk.work_dir, "--work-dir"));
-          OrUsage(CheckDisjoint(rk.dst, "DST", rk.work_dir, "--work-dir"));
+        if (!rk.spec.work_dir.empty()) {
+          OrUsage(CheckDisjoint(rk.src, "SRC", rk.spec.work_dir, "--work-dir"));
+          OrUsage(CheckDisjoint(rk.dst, "DST", rk.spec.work_dir, "--work-dir"));
         }
-        if (!rk.object_store_url.empty()) {
-          OrUsage(CheckDisjoint(rk.src, "SRC", rk.object_store_url, "--tier-object"));
-          OrUsage(CheckDisjoint(rk.dst, "DST", rk.object_store_url, "--tier-object"));
+        if (!rk.spec.object_store_url.empty()) {
+          OrUsage(CheckDisjoint(rk.src, "SRC", rk.spec.object_store_url, "--tier-object"));
+          OrUsage(CheckDisjoint(rk.dst, "DST", rk.spec.object_store_url, "--tier-object"));
         }
       }
-      if (!(rk.backup_slowdown > 1 && rk.backup_slowdown <= 1e6)) {
+      if (!(rk.spec.backup_slowdown > 1 && rk.spec.backup_slowdown <= 1e6)) {
         throw UsageError{fmt::format("--backup-slowdown must be more than 1, got {}",
-                                     rk.backup_slowdown)};
+                                     rk.spec.backup_slowdown)};
       }
-      if (!(rk.heartbeat_timeout > 0 && rk.heartbeat_timeout <= 86400)) {
+      if (!(rk.spec.heartbeat_timeout > 0 && rk.spec.heartbeat_timeout <= 86400)) {
         throw UsageError{fmt::format("--heartbeat-timeout must be more than 0 and at most "
                                      "86400 seconds, got {}",
-                                     rk.heartbeat_timeout)};
+                                     rk.spec.heartbeat_timeout)};
       }
-      OrUsage(ParseExecutor(rk.executor));
-      OrUsage(ParseTierChoice(rk.tier));
+      rk.spec.allowed_mem = rk_allowed_mem;
+      if (!rk_reserved_mem.empty()) rk.spec.reserved_mem = rk_reserved_mem;
+      if (!rk_total_system_mem.empty()) rk.spec.total_system_mem = rk_total_system_mem;
+      rk.spec.executor = OrUsage(ParseExecutor(rk_executor));
+      rk.spec.tier = OrUsage(ParseTierChoice(rk_tier));
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
       if (!rk_shards.empty()) {
         if (rk_format == 2) throw UsageError{"--shards needs --zarr-format 3"};

@@ -18,21 +18,11 @@
 namespace strata {
 namespace {
 
-Result<Spec> SpecFrom(const RechunkOptions& o) {
-  Spec spec;
-  spec.allowed_mem = o.allowed_mem;
-  if (!o.reserved_mem.empty()) spec.reserved_mem = o.reserved_mem;
-  if (!o.total_system_mem.empty()) spec.total_system_mem = o.total_system_mem;
-  spec.work_dir = o.work_dir;
-  spec.object_store_url = o.object_store_url;
-  spec.workers = o.workers;
-  spec.backup_tasks = o.backup_tasks;
-  spec.backup_slowdown = o.backup_slowdown;
-  spec.heartbeat_timeout = o.heartbeat_timeout;
-  STRATA_ASSIGN_OR_RETURN(spec.executor, ParseExecutor(o.executor));
-  STRATA_ASSIGN_OR_RETURN(spec.tier, ParseTierChoice(o.tier));
+// `spec` checked, with what ResolveSpec adjusted (e.g. total_system_mem)
+// said as warnings.
+Result<Spec> Checked(const Spec& spec) {
   STRATA_RETURN_IF_ERROR(ValidateSpec(spec));
-  if (spec.executor != ExecutorKind::kMpi) {  // what ResolveSpec adjusted, e.g. total_system_mem
+  if (spec.executor != ExecutorKind::kMpi) {  // collective under mpi: resolved when planning
     STRATA_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSpec(spec));
     for (const std::string& w : resolved.warnings) fmt::print(stderr, "strata: warning: {}\n", w);
   }
@@ -168,7 +158,7 @@ Status RunStores(const RechunkOptions& o, const Spec& spec, const std::vector<Ar
                FormatBytes(s.intermediate_bytes_written),
                FormatBytes(s.peak_resident_intermediate_bytes));
     if (spec.executor == ExecutorKind::kMpi) {
-      PrintHosts(hosts, host_memory, p->spec().total_system_mem, !o.total_system_mem.empty());
+      PrintHosts(hosts, host_memory, p->spec().total_system_mem, o.spec.total_system_mem.is_set());
       fmt::print("mpi: {} ranks; {} ({} bytes) moved between ranks; peak memory per rank",
                  s.rank_memory_share.size(), FormatBytes(s.bytes_between_ranks),
                  s.bytes_between_ranks);
@@ -248,11 +238,11 @@ Status RunWriteRegion(const WriteRegionOptions& w) {
   RechunkOptions o;
   o.src = w.src;
   o.dst = w.dst;
-  o.allowed_mem = w.allowed_mem;
-  o.executor = w.executor;
-  o.workers = w.workers;
   o.quiet = w.quiet;
-  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(o));
+  o.spec.allowed_mem = w.allowed_mem;
+  STRATA_ASSIGN_OR_RETURN(o.spec.executor, ParseExecutor(w.executor));
+  o.spec.workers = w.workers;
+  STRATA_ASSIGN_OR_RETURN(const Spec spec, Checked(o.spec));
   if (spec.executor == ExecutorKind::kMpi) {
     STRATA_RETURN_IF_ERROR(mpi::Init().WithContext("executor mpi"));
     if (mpi::Rank() != 0) o.quiet = true;
@@ -268,7 +258,7 @@ Status RunWriteRegion(const WriteRegionOptions& w) {
 }
 
 Status RunRechunk(const RechunkOptions& given) {
-  STRATA_ASSIGN_OR_RETURN(Spec spec, SpecFrom(given));
+  STRATA_ASSIGN_OR_RETURN(const Spec spec, Checked(given.spec));
   // Under mpi every rank runs this (and joins the job first); rank 0 alone
   // prints.
   if (spec.executor == ExecutorKind::kMpi) {
@@ -284,14 +274,15 @@ Status RunRechunk(const RechunkOptions& given) {
     src = scratch->path() + "/source.zarr";
     STRATA_RETURN_IF_ERROR(WriteMetadataOnly(src, o));
   }
-  // The source's metadata decides the defaults of DST (as strata copy does).
+  // The source is opened once: its metadata decides the defaults of DST (as
+  // strata copy does), and the graph reads the same open array.
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(src, /*create=*/false));
   STRATA_ASSIGN_OR_RETURN(NodeInfo node, InspectNode(*at.store, at.prefix));
   if (node.kind == NodeInfo::Kind::kGroup) return RechunkGroup(o, spec, *at.store, at.prefix);
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<ZarrArray> source, ZarrArray::Open(at.store, at.prefix));
   const ArrayMetadata& sm = source->metadata();
   STRATA_ASSIGN_OR_RETURN(Shape chunks, TargetChunks(o, sm, src));
-  Array x = from_zarr(src, spec);
+  Array x = from_zarr(source, spec);
   Array y = x.rechunk(chunks);
   if (!y.ok()) return y.status();
   STRATA_ASSIGN_OR_RETURN(ToZarrOptions to, TargetOptions(o, sm));
