@@ -61,7 +61,7 @@ Status RunCopy(const CopyOptions& options) {
     r.shards = options.shards;
     r.codecs = options.codecs;
     r.zarr_format = options.zarr_format;
-    r.workers = options.workers;
+    r.spec.workers = options.workers;
     r.overwrite = options.overwrite;
     r.quiet = true;
     return RunRechunk(r);
