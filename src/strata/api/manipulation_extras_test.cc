@@ -18,15 +18,12 @@ namespace {
 
 using testing_util::Chunkings;
 using testing_util::Compute;
+using testing_util::Copy;
 using testing_util::ExpectArrayNear;
+using testing_util::Lazy;
 using testing_util::NumpyOracle;
 using testing_util::RandomHost;
 using testing_util::SmallSpec;
-
-NDArray Copy(const NDArray& a) { return *NDArray::CopyOf(*MemoryPool::Default(), a.view()); }
-Array Lazy(const NDArray& a, Shape chunks) {
-  return asarray(Copy(a), std::move(chunks), SmallSpec());
-}
 
 std::string Tuple(const std::vector<Index>& v) {
   std::string s = "(";

@@ -18,17 +18,13 @@ namespace {
 
 using testing_util::AllDTypes;
 using testing_util::Compute;
+using testing_util::Copy;
 using testing_util::ExpectArrayNear;
+using testing_util::Lazy;
 using testing_util::NpType;
 using testing_util::NumpyOracle;
 using testing_util::RandomHost;
 using testing_util::SmallSpec;
-
-NDArray Copy(const NDArray& a) { return *NDArray::CopyOf(*MemoryPool::Default(), a.view()); }
-
-Array Lazy(const NDArray& a, Shape chunks) {
-  return asarray(Copy(a), std::move(chunks), SmallSpec());
-}
 
 double Tolerance(DType t) {
   return t.id() == DTypeId::kFloat32 || t.id() == DTypeId::kComplex64 ? 2e-6 : 1e-12;

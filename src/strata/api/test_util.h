@@ -28,6 +28,16 @@ inline Spec SmallSpec(ExecutorKind executor = ExecutorKind::kThreads, int worker
   return spec;
 }
 
+// A deep copy of `a` (asarray takes its array by value).
+inline NDArray Copy(const NDArray& a) {
+  return *NDArray::CopyOf(*MemoryPool::Default(), a.view());
+}
+
+// A copy of `a` as a lazy array of chunks `chunks`, under SmallSpec().
+inline Array Lazy(const NDArray& a, Shape chunks) {
+  return asarray(Copy(a), std::move(chunks), SmallSpec());
+}
+
 // Records task events; checks measured <= projected <= allowed.
 class RecordingCallback : public Callback {
  public:
