@@ -275,7 +275,11 @@ def random_key(rng, shape):
     if rng.random() < 0.3:
         key.insert(int(rng.integers(0, len(key) + 1)), None)
     if rng.random() < 0.3:
-        key.insert(int(rng.integers(0, len(key) + 1)), Ellipsis)
+        # The items after an Ellipsis index the trailing axes: it may go
+        # anywhere in a key of every axis, and only last in a shorter one.
+        indexed = sum(1 for k in key if k is not None)
+        at = int(rng.integers(0, len(key) + 1)) if indexed == len(shape) else len(key)
+        key.insert(at, Ellipsis)
     return tuple(key)
 
 
