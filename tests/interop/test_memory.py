@@ -8,17 +8,24 @@ What a process takes before it holds any chunk (its code, libraries, stacks:
 its baseline) is budgeted by reserved_mem: one per task the process runs at
 once, and one for the processes executor's coordinator. A release build's
 processes take ~3 MB each, well within the default 16 MB; the debug build
-these tests run under (ASan + UBSan, a binary of 100+ MB) takes ~40 MB for
+these tests run under (ASan + UBSan, a binary of ~180 MB) takes ~80 MB for
 a process that plans and ~15 MB for a forked worker. So the bound asserted
 is total_system_mem plus an allowance: what each process of a tiny run of
 the same command takes beyond its reserved_mem (measured here, 0 for a
 release build), plus 8 MB for what the tiny run does not touch (code paths,
-thread stacks). It is not the slack of a loose test: before the per-worker
-limit on recycled buffers the processes case took 93 MB more than the
-allowed total. ASan's quarantine of freed small allocations is turned off:
-it is the sanitizer's memory, not Strata's.
+thread stacks). Under ASan, also its shadow memory: one byte per 8 bytes of
+the application's, so 1/9 of the anonymous memory measured at the peak (the
+threads case's 300 MB of buffers come with ~37 MB of shadow). ASan's
+quarantine of freed small allocations is turned off: it is the sanitizer's
+memory, not Strata's.
+
+It is not the slack of a loose test: before worker processes limited their
+recycled buffers to one task's allowed_mem (they inherited the coordinator's
+limit, the whole total_system_mem) the processes case took 356 MB of the
+300 MB in a release build (283 MB after) and 428 MB here.
 """
 import os
+import subprocess
 import sys
 
 import pytest
@@ -42,6 +49,11 @@ def arrays(strata, tmp_path_factory):
            "--seed", "2")
     strata("random", d / "tiny.zarr", "--shape", "200,100", "--chunks", "200,10")
     return d
+
+
+def under_asan(path):
+    libs = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    return "libasan" in libs
 
 
 def rechunk(strata, src, dst, chunks, executor, work):
@@ -69,7 +81,11 @@ def test_tree_pss_stays_within_total_system_mem(strata, arrays, tmp_path, execut
     assert "spilling" in out, out
     assert report["samples"] > 10, report
     assert len(report["processes_at_peak"]) == (3 if executor == "processes" else 1), report
-    assert allowance < 64e6, tiny
+    # The bound stays mostly the contract's: the allowance (debug build,
+    # measured 73 MB) is well under half of total_system_mem.
+    assert allowance < 0.4 * TOTAL, tiny
+    if under_asan(strata.path):
+        allowance += sum(p["pss_anon"] for p in report["processes_at_peak"]) * 1e6 / 9
     assert report["peak_pss_bytes"] <= TOTAL + allowance, (allowance, report)
     verify = strata("verify", arrays / "src.zarr", tmp_path / "dst.zarr", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
