@@ -115,7 +115,10 @@ def features(pts):
                        "t2m_celsius": pts.t2m - 273.15})
 
 
-def run_strata(path, out, n_points, spec):
+def run_strata(path, out, n_points, spec, callbacks=None):
+    """The pipeline on Strata; callbacks (strata.Callback objects, e.g. a
+    strata.diagnostics.HistoryCallback) observe its compute (the to_zarr:
+    selection, features, group mean and write in one plan)."""
     ds = sx.open_zarr(path, spec=spec)
     lat, lon, country = stations(ds, n_points)
     if has_pointwise_indexing():
@@ -134,17 +137,22 @@ def run_strata(path, out, n_points, spec):
         how = "stack(cell=(lat, lon)).isel(cell=...) (no pointwise indexing in this build)"
     pts = pts.assign_coords(country=country)
     means = features(pts).strata.groupby("country").mean(["point"])
-    means.strata.to_zarr(out, mode="w")
+    means.strata.to_zarr(out, mode="w", callbacks=callbacks)
     return how
 
 
-def run_dask(path, out, n_points, workers):
+def run_dask(path, out, n_points, workers=None):
+    """The pipeline on xarray + Dask's threaded scheduler; workers=None keeps
+    Dask's default worker count (what a Dask user gets)."""
     import dask
     ds = xr.open_zarr(path, chunks={})
     lat, lon, country = stations(ds, n_points)
     pts = ds.sel(lat=lat, lon=lon, method="nearest").assign_coords(country=country)
     means = features(pts).groupby("country").mean(["point"])
-    with dask.config.set(scheduler="threads", num_workers=workers):
+    settings = {"scheduler": "threads"}
+    if workers is not None:
+        settings["num_workers"] = workers
+    with dask.config.set(**settings):
         means.to_zarr(out, mode="w")
 
 
