@@ -1,0 +1,348 @@
+#!/usr/bin/python3
+"""The weather-features pipeline of issue 19: Strata against xarray + Dask,
+under the protocol of bench/README.md.
+
+    /usr/bin/python3 bench/weather_pipeline.py [--size 8GB] [--points 5000]
+        [--allowed-mem 2GB] [--work-dir /tmp/strata-bench-weather] [--keep-data]
+        [--python build/release/python] [--dir build/bench/weather_pipeline]
+        [--reps 5] [--prepared] [--out bench/results/weather_pipeline.json]
+    /usr/bin/python3 bench/weather_pipeline.py --smoke      (--size 0.05GB, 1 rep)
+
+The workload is examples/weather_features.py's, imported (never copied):
+  dataset   its generate(): synthetic IFS-like forecasts init_time x valid_time
+            x lat x lon (u10, v10, t2m float32; 0.25-degree grid from 1 GB up,
+            one field per chunk), written once by Strata before the first rep
+            (untimed) and read by every run. --keep-data keeps it in
+            --work-dir afterwards and reuses a kept one of the same size and
+            generator code (the JSON says whether it was reused:
+            `dataset.reused`); without it the dataset is made afresh and
+            removed at the end. Outputs and Strata's work dirs go in
+            --work-dir too; --dir holds only the protocol's scratch.
+  pipeline  --points (5000) nearest grid points with a country label each,
+            wind speed from u/v and t2m in degC, the mean by country over the
+            points, written to Zarr:
+  strata    run_strata(): strata.xarray.open_zarr, .sel(method="nearest"),
+            .strata.groupby("country").mean, .strata.to_zarr, with
+            strata.Spec(allowed_mem=--allowed-mem, work_dir=...) and Strata's
+            defaults otherwise (workers = the available cores), and a
+            strata.diagnostics.HistoryCallback on the compute;
+  dask      run_dask(): xr.open_zarr(chunks={}), the same xarray calls, Debian's
+            python3-dask as its users run it (threaded scheduler, its default
+            worker count: recorded under dask_defaults). Its process never
+            loads strata: the example's `import strata` gets a stand-in.
+Each run is a fresh /usr/bin/python3 process measured by the protocol (wall
+time from fork to exit, so imports count; CPU; peak RSS; bytes under Strata's
+work dir). The process also reports its own figures (extra): import_s and
+pipeline_s, and for Strata the memory contract from the history: every
+task's measured peak (its memory pool's) against its projection and the
+projection against allowed_mem (contract_ok, tasks, tasks_over_projection,
+tasks_over_allowed, max_measured_task_mem, max_projected_task_mem, the
+largest measured/projected, per-op maxima, and the compute's summary). The
+contract covers the pipeline's compute (selection, features, group mean and
+write are one plan); the tiny computes of the coordinates at open time are
+not observed (strata has no process-wide callback).
+Before each run (untimed): the contender's output and work dir are removed
+and the dataset is read once (warm input, for both alike). --prepared adds
+"<name> (prepared)" contenders (page cache dropped, then warmed, and
+2 x allowed_mem of memory pre-touched): a separate column, never the
+headline. After the first kept rep the two outputs are compared with
+xr.testing.assert_allclose (rtol 1e-5: float32 inputs), as the example does.
+Medians with min-max and per-rep ratios dask/strata of wall time and peak
+RSS; issue 19 asks for >= 3x and lower RSS: reported, never pass/fail.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol as P  # noqa: E402
+
+EXAMPLES = os.path.join(P.REPO, "examples")
+DEFAULT_WORK_DIR = "/tmp/strata-bench-weather"
+
+# Makes (or only describes) the dataset with the example's generate(); prints
+# JSON. Untimed.
+DATASET = r'''
+import hashlib, inspect, json, os, sys, time
+examples, mode, src, size, allowed, work = sys.argv[1:7]
+sys.path.insert(0, examples)
+import weather_features as wf
+code = inspect.getsource(wf.grid_for) + inspect.getsource(wf.generate)
+out = {"size_bytes": wf.parse_size(size), "grid": list(wf.grid_for(wf.parse_size(size))),
+       "allowed_mem_bytes": wf.parse_size(allowed),
+       "generator_sha256": hashlib.sha256(code.encode()).hexdigest()[:16]}
+if mode == "generate":
+    import shutil, strata
+    t = time.perf_counter()
+    wf.generate(src, out["size_bytes"], strata.Spec(work_dir=work, allowed_mem=allowed))
+    out["generate_s"] = time.perf_counter() - t
+    shutil.rmtree(work, ignore_errors=True)
+if os.path.isdir(src):
+    import xarray as xr
+    ds = xr.open_zarr(src)
+    first = ds[sorted(ds.data_vars)[0]]
+    out["dims"] = {k: int(ds.sizes[k]) for k in first.dims}  # in the variables' order
+    out["chunks"] = {k: list(ds[k].encoding.get("chunks", ())) for k in ds.data_vars}
+    out["dataset_bytes"] = int(sum(v.nbytes for v in ds.data_vars.values()))
+print(json.dumps(out))
+'''
+
+STRATA = r'''
+import time
+t0 = time.perf_counter()
+import json, sys
+examples, src, out, points, allowed, work = sys.argv[1:7]
+sys.path.insert(0, examples)
+import weather_features as wf
+import strata
+from strata.diagnostics import HistoryCallback
+spec = strata.Spec(work_dir=work, allowed_mem=allowed)
+history = HistoryCallback()
+t1 = time.perf_counter()
+how = wf.run_strata(src, out, int(points), spec, callbacks=[history])
+t2 = time.perf_counter()
+limit = spec.allowed_mem
+tasks = history.tasks
+over_p = [t for t in tasks if t["measured_peak_mem"] > t["projected_mem"]]
+over_a = [t for t in tasks if t["projected_mem"] > limit]
+worst = max((t["measured_peak_mem"] / t["projected_mem"] for t in tasks
+             if t["projected_mem"] > 0), default=None)
+summary = history.summary or {}
+print(json.dumps({
+    "import_s": t1 - t0, "pipeline_s": t2 - t1, "selection": how,
+    "compute_ok": history.ok, "allowed_mem": limit, "workers": spec.workers,
+    "tasks": len(tasks), "contract_ok": bool(tasks) and not over_p and not over_a and history.ok,
+    "tasks_over_projection": len(over_p), "tasks_over_allowed": len(over_a),
+    "max_measured_task_mem": max((t["measured_peak_mem"] for t in tasks), default=0),
+    "max_projected_task_mem": max((t["projected_mem"] for t in tasks), default=0),
+    "max_measured_over_projected": worst,
+    "ops": {k: {f: o[f] for f in ("op", "num_tasks", "tasks_done", "projected_mem",
+                                  "measured_peak_mem")} for k, o in history.ops.items()},
+    "violations": [{k: t[k] for k in ("name", "op", "block", "projected_mem",
+                                      "measured_peak_mem")} for t in (over_p + over_a)[:20]],
+    **{f"compute_{k}": v for k, v in summary.items()}}))
+'''
+
+DASK = r'''
+import time
+t0 = time.perf_counter()
+import json, sys
+examples, src, out, points = sys.argv[1:5]
+sys.path.insert(0, examples)
+# The example imports strata at its top for its Strata side; a Dask user's
+# process does not load it (13 MB of RSS here), and run_dask must not use it:
+# stand-ins that fail loudly if it did.
+import types
+for name in ("strata", "strata.xarray"):
+    sys.modules[name] = types.ModuleType(name, "not loaded: the Dask contender")
+sys.modules["strata"].xarray = sys.modules["strata.xarray"]
+import weather_features as wf
+t1 = time.perf_counter()
+wf.run_dask(src, out, int(points))
+t2 = time.perf_counter()
+assert not hasattr(sys.modules["strata"], "_strata")
+print(json.dumps({"import_s": t1 - t0, "pipeline_s": t2 - t1}))
+'''
+
+# The example's own check: both outputs read back by xarray agree.
+CHECK = r'''
+import sys, numpy as np, xarray as xr
+a = xr.open_zarr(sys.argv[1]).compute()
+b = xr.open_zarr(sys.argv[2]).compute()
+a = a.transpose(*b.dims)
+xr.testing.assert_allclose(a, b, rtol=1e-5)
+err = max(float(np.nanmax(np.abs(a[k].values - b[k].values))) for k in b.data_vars)
+print(f"agree (xr.testing.assert_allclose rtol 1e-5; {a.sizes['country']} countries, "
+      f"variables {sorted(b.data_vars)}, max abs difference {err:.3g})")
+'''
+
+
+def dataset(py, env, mode, src, size, allowed, work):
+    r = subprocess.run([py, "-c", DATASET, EXAMPLES, mode, src, size, allowed, work],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"weather_pipeline.py: error: the dataset ({mode}) failed:\n"
+                         f"{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def prepare_dataset(py, env, args, size, allowed, work_dir):
+    """The dataset in work_dir: a kept one of the same size when --keep-data,
+    else made now. Returns its description (with "reused")."""
+    src = os.path.join(work_dir, "ifs.zarr")
+    marker = os.path.join(work_dir, "ifs.json")
+    scratch = os.path.join(work_dir, "generate-work")
+    wanted = dataset(py, env, "describe", os.path.join(work_dir, "none"), size, allowed, scratch)
+    if args.keep_data and os.path.exists(marker) and os.path.isdir(src):
+        with open(marker) as f:
+            kept = json.load(f)
+        if all(kept.get(k) == wanted[k] for k in ("size_bytes", "grid", "generator_sha256")):
+            kept.update(reused=True, path=src, stored_bytes=P.tree_bytes(src),
+                        allowed_mem_bytes=wanted["allowed_mem_bytes"])
+            P.log(f"reusing the dataset in {src} ({kept['dims']})")
+            return src, kept
+        P.log(f"the kept dataset in {src} is of another size or generator: making it again")
+    P.remove_path(src)
+    P.remove_path(marker)
+    free = shutil.disk_usage(work_dir).free
+    if free < 1.2 * wanted["size_bytes"] + 2 * P.GB:
+        raise SystemExit(f"weather_pipeline.py: error: {work_dir} has {free / P.GB:.1f} GB free; "
+                         f"the dataset needs {wanted['size_bytes'] / P.GB:.1f} GB (+ margin)")
+    P.log(f"generating the {size} dataset in {src} (untimed)")
+    made = dataset(py, env, "generate", src, size, allowed, scratch)
+    made["generated"] = datetime.datetime.now().isoformat(timespec="seconds")
+    with open(marker, "w") as f:
+        json.dump(made, f)
+    made.update(reused=False, path=src, stored_bytes=P.tree_bytes(src))
+    return src, made
+
+
+def contract_note(runs):
+    """One line over every kept Strata run's contract figures."""
+    tasks = [r["extra"].get("tasks", 0) for r in runs]
+    bad = [r for r in runs if not r["extra"].get("contract_ok")]
+    return {"runs": len(runs), "runs_within_contract": len(runs) - len(bad),
+            "tasks_per_run": sorted(set(tasks)),
+            "max_measured_task_mem": max((r["extra"].get("max_measured_task_mem", 0)
+                                          for r in runs), default=None),
+            "max_projected_task_mem": max((r["extra"].get("max_projected_task_mem", 0)
+                                           for r in runs), default=None),
+            "allowed_mem": runs[0]["extra"].get("allowed_mem") if runs else None}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", default=None, help="dataset size (default 8GB; 0.05GB with --smoke)")
+    ap.add_argument("--points", type=int, default=5000)
+    ap.add_argument("--allowed-mem", default=None, help="Strata's allowed_mem (default 2GB; "
+                                                        "smoke: 200MB)")
+    ap.add_argument("--work-dir", default=DEFAULT_WORK_DIR,
+                    help="where the dataset, the outputs and Strata's work dirs go "
+                         f"(default {DEFAULT_WORK_DIR}); what the benchmark made there is "
+                         "removed at the end (the dataset too, unless --keep-data)")
+    ap.add_argument("--keep-data", action="store_true",
+                    help="keep the dataset in --work-dir after the run, and reuse a kept one "
+                         "of the same size instead of generating it again")
+    ap.add_argument("--python", default="build/release/python",
+                    help="the build tree's package directory (PYTHONPATH of the contenders)")
+    ap.add_argument("--dir", default="build/bench/weather_pipeline",
+                    help="the protocol's scratch (captured output; the .incomplete.json of a "
+                         "failed run)")
+    P.add_arguments(ap)
+    args = ap.parse_args()
+    if args.points < 1:
+        ap.error("--points must be at least 1")
+    size = args.size or ("0.05GB" if args.smoke else "8GB")
+    allowed = args.allowed_mem or ("200MB" if args.smoke else "2GB")
+    py = "/usr/bin/python3"
+    pkg = os.path.abspath(args.python)
+    if not os.path.isdir(os.path.join(pkg, "strata")):
+        sys.exit(f"weather_pipeline.py: error: no strata package in {pkg} "
+                 "(cmake --build --preset release, or --python DIR)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [pkg] + [p for p in [os.environ.get("PYTHONPATH")] if p]), PYTHONDONTWRITEBYTECODE="1")
+    work_dir = os.path.abspath(args.work_dir)
+    os.makedirs(work_dir, exist_ok=True)
+    made = []  # what we put in work_dir besides the dataset, removed at the end
+    try:
+        with P.Bench("weather_pipeline", args, scratch=os.path.abspath(args.dir),
+                     description="issue 19's weather-features pipeline (nearest points, "
+                                 "features, group mean by country, to_zarr) through xarray: "
+                                 "Strata against xarray + Dask") as b:
+            b.doc["example"] = "examples/weather_features.py (generate, run_strata, run_dask)"
+            b.doc["scripts"] = {"strata": STRATA.strip(), "dask": DASK.strip(),
+                                "check": CHECK.strip()}
+            b.doc["dask_defaults"] = P.dask_defaults()
+            b.doc["packages"] = P.python_package_versions("numpy", "pandas", "xarray", "dask",
+                                                          "zarr")
+            b.doc["work_dir"] = work_dir
+            b.doc["keep_data"] = args.keep_data
+            src, ds = prepare_dataset(py, env, args, size, allowed, work_dir)
+            b.doc["dataset"] = ds
+            contenders, outs = [], {}
+            variants = ["user"] + (["prepared"] if args.prepared else [])
+            for variant in variants:
+                for name in ("strata", "dask"):
+                    cname = name if variant == "user" else f"{name} ({variant})"
+                    slug = f"{name}_{variant}"
+                    out = os.path.join(work_dir, f"features-{slug}.zarr")
+                    work = os.path.join(work_dir, f"work-{slug}")
+                    made += [out, work]
+                    argv = ([py, "-c", STRATA, EXAMPLES, src, out, str(args.points), allowed,
+                             work] if name == "strata"
+                            else [py, "-c", DASK, EXAMPLES, src, out, str(args.points)])
+
+                    def setup(out=out, work=work, variant=variant):
+                        P.remove_path(out)
+                        P.clear_dir(work)
+                        if variant == "prepared":
+                            P.drop_caches()
+                        P.warm(src)
+                        if variant == "prepared":
+                            P.pretouch(2 * ds["allowed_mem_bytes"])
+
+                    def finish(run, done, work=work):
+                        lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+                        if lines:
+                            run["extra"].update(json.loads(lines[-1]))
+                        run["extra"]["work_after_bytes"] = P.tree_bytes(work)
+
+                    contenders.append(P.Contender(cname, argv, env=env, setup=setup,
+                                                  finish=finish, variant=variant, label=name,
+                                                  watch_dirs={"work": work}))
+                    outs[cname] = out
+            checks = {}
+
+            def after_rep(slot, rep):
+                if checks:
+                    return
+                for v in variants:
+                    s, d = ("strata", "dask") if v == "user" else (f"strata ({v})", f"dask ({v})")
+                    r = subprocess.run([py, "-c", CHECK, outs[s], outs[d]], capture_output=True,
+                                       text=True, env=env)
+                    checks[f"{s} vs {d}"] = (r.stdout.strip() if r.returncode == 0 else
+                                             f"FAILED: {r.stderr.strip()[-500:]}")
+                for name, run in rep["runs"].items():
+                    if name.startswith("strata") and not run["extra"].get("contract_ok"):
+                        checks[f"{name} memory contract"] = (
+                            f"FAILED: {run['extra'].get('tasks_over_projection')} tasks over "
+                            f"their projection, {run['extra'].get('tasks_over_allowed')} "
+                            f"projections over allowed_mem")
+                P.log(f"  checks: {checks}")
+
+            ratios = [("dask", "strata")]
+            if args.prepared:
+                ratios.append(("dask (prepared)", "strata (prepared)"))
+            g = ds.get("dims", {})
+            case = b.case(f"{size} {args.points} points", contenders, ratios=ratios,
+                          ratio_keys=("wall_s", "peak_rss_bytes"), after_rep=after_rep,
+                          describe={"size": size, "size_bytes": ds["size_bytes"],
+                                    "dims": g, "chunks": ds.get("chunks"),
+                                    "dataset_bytes": ds.get("dataset_bytes"),
+                                    "stored_bytes": ds.get("stored_bytes"),
+                                    "points": args.points, "allowed_mem": allowed,
+                                    "dataset_reused": ds["reused"]})
+            case["checks"] = checks
+            for v in variants:
+                s = "strata" if v == "user" else f"strata ({v})"
+                case.setdefault("memory_contract", {})[s] = contract_note(
+                    [rep["runs"][s] for rep in case["reps"]])
+    finally:
+        for p in made:
+            P.remove_path(p)
+        if not args.keep_data:
+            P.remove_path(os.path.join(work_dir, "ifs.zarr"))
+            P.remove_path(os.path.join(work_dir, "ifs.json"))
+        P.remove_path(os.path.join(work_dir, "generate-work"))
+        try:
+            os.rmdir(work_dir)  # only when nothing else is in it
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main()
