@@ -349,12 +349,67 @@ def climate_tables(doc):
     return [(title, table(header, rows), cs)]
 
 
+def contract_cell(c, contender="strata"):
+    """The memory contract of a contender's kept runs: every task measured <=
+    projected <= allowed_mem (issue 19), from the runs' extras."""
+    runs = [rep["runs"][contender] for rep in c.get("reps", []) if contender in rep["runs"]]
+    if not runs or not any("contract_ok" in r.get("extra", {}) for r in runs):
+        return "not measured"
+    ex = [r["extra"] for r in runs]
+    bad = [e for e in ex if not e.get("contract_ok")]
+    tasks = sorted({e.get("tasks", 0) for e in ex})
+    most = lambda k: max((e.get(k) or 0) for e in ex)  # noqa: E731
+    limits = f"max measured {size(most('max_measured_task_mem'))}, max projected " \
+             f"{size(most('max_projected_task_mem'))}, allowed {size(ex[0].get('allowed_mem'))}"
+    if bad:
+        return (f"**violated** in {len(bad)} of {len(runs)} runs "
+                f"({most('tasks_over_projection')} tasks over their projection, "
+                f"{most('tasks_over_allowed')} projections over allowed_mem; {limits})")
+    n = "/".join(str(t) for t in tasks)
+    runs_n = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+    return f"held: all {n} tasks of {runs_n} measured ≤ projected ≤ allowed ({limits})"
+
+
+def weather_tables(doc):
+    cs = cases(doc)
+    header = ["dataset", "strata s", "dask s", "dask / strata time", "strata peak RSS",
+              "dask peak RSS", "dask / strata RSS", "memory contract (strata)"]
+    if prepared(doc):
+        header += ["prepared: strata s", "prepared: dask s", "prepared: dask / strata"]
+    rows = []
+    for c in cs:
+        d = c["describe"]
+        dims = d.get("dims") or {}
+        row = [f"{size(d.get('dataset_bytes'))}: " + " × ".join(
+                   f"{k} {v}" for k, v in dims.items()) + f", {d.get('points')} points",
+               cell(summary(c, "strata", "wall_s")), cell(summary(c, "dask", "wall_s")),
+               cell(ratio(c, "dask/strata")),
+               size(median(c, "strata", "peak_rss_bytes")),
+               size(median(c, "dask", "peak_rss_bytes")),
+               cell(ratio(c, "dask/strata:peak_rss_bytes")), contract_cell(c)]
+        if prepared(doc):
+            row += [cell(summary(c, "strata (prepared)", "wall_s")),
+                    cell(summary(c, "dask (prepared)", "wall_s")),
+                    cell(ratio(c, "dask (prepared)/strata (prepared)"))]
+        rows.append(row)
+    d = cs[0]["describe"] if cs else {}
+    ds = doc.get("dataset") or {}
+    title = (f"Weather-features pipeline (issue 19, `examples/weather_features.py`): u10, v10, "
+             f"t2m float32, one field per chunk; nearest points with a country label, wind speed "
+             f"and °C, mean by country over the points, to Zarr; allowed_mem "
+             f"{d.get('allowed_mem')}, page cache warm, dataset "
+             f"{'reused from an earlier run' if ds.get('reused') else 'generated before the reps'}"
+             f" (untimed); Dask with its defaults. Issue 19's goal: dask / strata time ≥ 3, "
+             f"strata's peak RSS lower, every task measured ≤ projected ≤ allowed")
+    return [(title, table(header, rows), cs)]
+
+
 RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
              "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables,
-             "climate_ops": climate_tables}
+             "climate_ops": climate_tables, "weather_pipeline": weather_tables}
 ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy",
-         "climate_ops"]
+         "climate_ops", "weather_pipeline"]
 
 
 def refuse_reason(doc):

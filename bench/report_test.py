@@ -141,3 +141,65 @@ def test_a_climate_smoke_run_is_refused_unless_draft(tmp_path):
     with pytest.raises(report.Refused, match="smoke"):
         report.render(doc)
     assert "DRAFT" in report.render(doc, draft=True)
+
+
+def weather_contender(name, rss, **extra):
+    def finish(run, done):
+        run["peak_rss_bytes"] = rss
+        run["extra"].update(extra)
+    return P.Contender(name, ["true"], finish=finish)
+
+
+def weather_doc(tmp_path, strata_extra=None, **kw):
+    contract = dict(contract_ok=True, tasks=1920, tasks_over_projection=0, tasks_over_allowed=0,
+                    max_measured_task_mem=310 * 10**6, max_projected_task_mem=420 * 10**6,
+                    allowed_mem=2 * 10**9)
+    contract.update(strata_extra or {})
+    with fake_bench(tmp_path, "weather_pipeline", {"strata": 20.0, "dask": 90.0}, **kw) as b:
+        b.doc["dataset"] = {"reused": True}
+        b.case("8GB 5000 points",
+               [weather_contender("strata", 900 * 10**6, **contract),
+                weather_contender("dask", 3 * 10**9)],
+               ratios=[("dask", "strata")], ratio_keys=("wall_s", "peak_rss_bytes"),
+               describe={"size": "8GB", "dataset_bytes": 7_970_000_000, "points": 5000,
+                         "dims": {"init_time": 80, "valid_time": 8, "lat": 721, "lon": 1440},
+                         "allowed_mem": "2GB"})
+    return json.load(open(b.out))
+
+
+def test_weather_table_cells_come_from_the_json(tmp_path):
+    md = report.render(weather_doc(tmp_path))
+    row = next(l for l in md.splitlines() if l.startswith("| 7.97 GB"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "7.97 GB: init_time 80 × valid_time 8 × lat 721 × lon 1440, 5000 points"
+    assert cells[1] == "20.00 (20.00–20.00)"   # strata s
+    assert cells[2] == "90.00 (90.00–90.00)"   # dask s
+    assert cells[3] == "4.50 (4.50–4.50)"      # dask / strata, per rep
+    assert cells[4] == "900 MB" and cells[5] == "3.00 GB"
+    assert cells[6] == "3.33 (3.33–3.33)"      # dask / strata RSS, per rep
+    assert cells[7] == ("held: all 1920 tasks of 5 runs measured ≤ projected ≤ allowed (max "
+                        "measured 310 MB, max projected 420 MB, allowed 2.00 GB)")
+    assert "allowed_mem 2GB" in md and "reused from an earlier run" in md
+    assert "dask / strata time ≥ 3" in md
+
+
+def test_a_broken_memory_contract_is_in_the_weather_table(tmp_path):
+    doc = weather_doc(tmp_path, {"contract_ok": False, "tasks_over_projection": 3,
+                                 "max_measured_task_mem": 500 * 10**6})
+    md = report.render(doc)
+    assert ("**violated** in 5 of 5 runs (3 tasks over their projection, 0 projections over "
+            "allowed_mem; max measured 500 MB") in md
+
+
+def test_weather_without_contract_figures_says_so(tmp_path):
+    with fake_bench(tmp_path, "weather_pipeline", {"strata": 2.0, "dask": 9.0}) as b:
+        b.case("x", [with_extra("strata"), with_extra("dask")], ratios=[("dask", "strata")],
+               describe={"dims": {}, "points": 10})
+    assert "| not measured |" in report.render(json.load(open(b.out)))
+
+
+def test_a_weather_smoke_run_is_refused_unless_draft(tmp_path):
+    doc = weather_doc(tmp_path, smoke=True, reps=1)
+    with pytest.raises(report.Refused, match="smoke"):
+        report.render(doc)
+    assert "DRAFT" in report.render(doc, draft=True)
