@@ -259,6 +259,13 @@ def main():
             b.doc["dask_defaults"] = P.dask_defaults()
             b.doc["packages"] = P.python_package_versions("numpy", "pandas", "xarray", "dask",
                                                           "zarr")
+            # Debian's xarray says its __version__ is "999": the packages' versions too.
+            deb = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}\n"] +
+                                 [f"python3-{n}" for n in ("numpy", "pandas", "xarray", "dask",
+                                                           "zarr")],
+                                 capture_output=True, text=True)
+            b.doc["debian_packages"] = dict(l.split(" ", 1) for l in deb.stdout.splitlines()
+                                            if " " in l)
             b.doc["work_dir"] = work_dir
             b.doc["keep_data"] = args.keep_data
             src, ds = prepare_dataset(py, env, args, size, allowed, work_dir)
