@@ -46,7 +46,7 @@ and the dataset is read once (warm input, for both alike). --prepared adds
 "<name> (prepared)" contenders (page cache dropped, then warmed, and
 2 x allowed_mem of memory pre-touched): a separate column, never the
 headline. After the first kept rep the two outputs are compared with
-xr.testing.assert_allclose (rtol 1e-5: float32 inputs), as the example does.
+xr.testing.assert_allclose (rtol 1e-5, atol 1e-4: float32 inputs), as the example does.
 Medians with min-max and per-rep ratios dask/strata of wall time and peak
 RSS; issue 19 asks for >= 3x and lower RSS: reported, never pass/fail.
 """
@@ -154,9 +154,9 @@ import sys, numpy as np, xarray as xr
 a = xr.open_zarr(sys.argv[1]).compute()
 b = xr.open_zarr(sys.argv[2]).compute()
 a = a.transpose(*b.dims)
-xr.testing.assert_allclose(a, b, rtol=1e-5)
+xr.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
 err = max(float(np.nanmax(np.abs(a[k].values - b[k].values))) for k in b.data_vars)
-print(f"agree (xr.testing.assert_allclose rtol 1e-5; {a.sizes['country']} countries, "
+print(f"agree (xr.testing.assert_allclose rtol 1e-5 atol 1e-4; {a.sizes['country']} countries, "
       f"variables {sorted(b.data_vars)}, max abs difference {err:.3g})")
 '''
 

@@ -18,8 +18,9 @@ Strata and on xarray + Dask in the same run, with a check that they agree.
    run on Strata (strata.xarray.open_zarr, .strata.groupby, .strata.to_zarr)
    and on xarray + Dask (xr.open_zarr(chunks={}), Dask's threaded scheduler
    with the same number of workers);
-3. the two outputs, read back with xr.open_zarr, must agree (rtol 1e-5: the
-   inputs are float32).
+3. the two outputs, read back with xr.open_zarr, must agree (rtol 1e-5 and
+   atol 1e-4: the inputs are float32, and a mean in degC near 0 carries the
+   absolute error of Kelvin values near 300, whose float32 spacing is 3e-5).
 
 Wall times are printed for orientation only; the benchmark (interleaved reps,
 peak RSS, the memory contract) is bench/'s job. The pointwise selection needs
@@ -195,7 +196,7 @@ def main(argv=None):
     if len(outs) == 2:
         a = xr.open_zarr(outs["strata"]).compute()
         b = xr.open_zarr(outs["dask"]).compute()
-        xr.testing.assert_allclose(a.transpose(*b.dims), b, rtol=1e-5)
+        xr.testing.assert_allclose(a.transpose(*b.dims), b, rtol=1e-5, atol=1e-4)
         report["agree"] = True
         report["countries"] = int(a.sizes["country"])
     print(json.dumps(report, indent=2))
