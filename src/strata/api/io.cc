@@ -11,6 +11,25 @@ namespace strata {
 
 namespace {
 
+// The store node writing `in`, block for block, into `target`; refused when
+// the target aliases any Zarr array the graph reads.
+Array StoreNode(const Array& in, std::shared_ptr<ZarrTarget> target, std::string op_name) {
+  Node node;
+  node.op_name = std::move(op_name);
+  node.kind = NodeKind::kStore;
+  node.shape = in.shape();
+  node.dtype = in.dtype();
+  node.grid = in.chunks();
+  node.inputs.push_back(in.node());
+  node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
+  node.target = std::move(target);
+  node.spec = in.spec();
+  std::shared_ptr<const Node> made = MakeNode(std::move(node));
+  Status aliasing = internal_api::CheckNoAliasing({made});
+  if (!aliasing.ok()) return Array::FromStatus(aliasing);
+  return Array(std::move(made));
+}
+
 // to_zarr into part of an existing array (region_origin or append_dim).
 Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions& options) {
   auto fail = [&](const Status& s) {
@@ -88,22 +107,9 @@ Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions&
   Result<std::shared_ptr<ZarrTarget>> target =
       ZarrTarget::Make(path, std::move(m), /*overwrite=*/false, mode);
   if (!target.ok()) return fail(target.status());
-  Node node;
-  node.op_name = options.append_dim ? "append" : "write_region";
-  node.kind = NodeKind::kStore;
-  node.shape = in.shape();
-  node.dtype = in.dtype();
-  node.grid = in.chunks();
-  node.inputs.push_back(in.node());
-  node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
-  node.target = *target;
-  node.spec = in.spec();
   // Backfilling an array from itself (or from inside it) would read chunks
   // while they are rewritten: refused, as every other write is.
-  std::shared_ptr<const Node> made = MakeNode(std::move(node));
-  Status aliasing = internal_api::CheckNoAliasing({made});
-  if (!aliasing.ok()) return Array::FromStatus(aliasing);
-  return Array(std::move(made));
+  return StoreNode(in, *std::move(target), options.append_dim ? "append" : "write_region");
 }
 
 }  // namespace
@@ -181,20 +187,7 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
   }
   Result<std::shared_ptr<ZarrTarget>> target = ZarrTarget::Make(path, std::move(m), options.overwrite);
   if (!target.ok()) return Array::FromStatus(target.status().WithContext(fmt::format("to_zarr {}", path)));
-  Node node;
-  node.op_name = "to_zarr";
-  node.kind = NodeKind::kStore;
-  node.shape = in.shape();
-  node.dtype = in.dtype();
-  node.grid = in.chunks();
-  node.inputs.push_back(in.node());
-  node.maps.push_back(InputMap::IdentityMap(in.chunks().grid_shape()));
-  node.target = *target;
-  node.spec = in.spec();
-  std::shared_ptr<const Node> made = MakeNode(std::move(node));
-  Status aliasing = internal_api::CheckNoAliasing({made});
-  if (!aliasing.ok()) return Array::FromStatus(aliasing);
-  return Array(std::move(made));
+  return StoreNode(in, *std::move(target), "to_zarr");
 }
 
 Result<std::shared_ptr<const Plan>> plan(const std::vector<Array>& arrays,
