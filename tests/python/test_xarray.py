@@ -449,6 +449,11 @@ def test_to_zarr_fill_value_and_dimension_names(tmp_path):
     # Every chunk is written when the fill value is null (the zero chunk too).
     assert sorted(n for n in os.listdir(tmp_path / "b") if not n.startswith(".")) == \
         ["0.0", "0.1", "1.0", "1.1"]
+    # Edge chunks of a null-filled array are padded (with zeros, as zarr-python's are).
+    y = strata.asarray(np.arange(15, dtype="int16").reshape(3, 5), chunks=(2, 2))
+    strata.to_zarr(y, str(tmp_path / "edges"), fill_value="null")
+    np.testing.assert_array_equal(strata.from_zarr(str(tmp_path / "edges")).compute(),
+                                  y.compute())
     with pytest.raises(ValueError, match="fill_value"):
         strata.to_zarr(x, str(tmp_path / "c"), fill_value="zero")
     with pytest.raises(TypeError, match="fill_value"):

@@ -140,8 +140,12 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
       (options.fill_value->bytes.size() == static_cast<size_t>(in.dtype().size()) ||
        options.fill_value->is_null)) {
     m.fill_value = *options.fill_value;
-    if (m.fill_value.is_null && m.zarr_format == ZarrFormat::kV3) {
-      m.fill_value = ZeroFillValue(in.dtype());  // v3 has no null fill value
+    if (m.fill_value.is_null) {
+      // Zarr v2's null still pads edge chunks and stands for missing ones
+      // with zeros, as a null parsed from metadata does (its bytes are
+      // zero, never empty); v3 has no null fill value.
+      m.fill_value = ZeroFillValue(in.dtype());
+      m.fill_value.is_null = m.zarr_format == ZarrFormat::kV2;
     }
   }
   m.attributes_json = options.attributes_json;

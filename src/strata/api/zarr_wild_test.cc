@@ -122,6 +122,19 @@ TEST(RegionToZarrTest, BackfillsARegionAndAppends) {
             std::string_view::npos);
 }
 
+TEST(ToZarrFillValueTest, ANullFillValuePadsEdgeChunks) {
+  // Zarr v2's null fill value, given as FillValue{{}, true} (as the Python
+  // package gives fill_value="null"): edge chunks are padded with zeros, as
+  // zarr-python pads them (FillArray's check aborted on the empty bytes).
+  TempDir dir("strata-null-fill");
+  const std::string path = dir.path() + "/a.zarr";
+  ToZarrOptions options;
+  options.fill_value.emplace().is_null = true;
+  Array x = full({3, 5}, Scalar(7), {2, 2}, DType(DTypeId::kInt16), SmallSpec());
+  ASSERT_TRUE(compute(to_zarr(x, path, options)).ok());
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
+}
+
 TEST(RegionToZarrTest, ABackfillRemovesWhatAKilledBackfillLeftAndRefusesItsOwnSource) {
   TempDir dir("strata-region-litter");
   const std::string path = dir.path() + "/a.zarr";
