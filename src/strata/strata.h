@@ -306,7 +306,11 @@ struct ToZarrOptions {
   // `region_origin` (x's shape) of the existing array at `path`, whose
   // metadata stays as it is (codecs, chunks, fill value; the options above
   // are ignored). Chunks x covers partly are read, updated and rewritten
-  // under a lock per chunk; none is ever torn.
+  // under a lock per chunk; none is ever torn. x is cast to the array's
+  // dtype under numpy's same_kind rule (int into float, float64 into
+  // float32); a cast across kinds (float into int) is InvalidArgument, as
+  // are both options at once, a rank or extent that does not fit and a
+  // missing array (NotFound).
   std::optional<Shape> region_origin;
   // Append (xarray's append_dim): the existing array grows along this axis
   // by x's extent there, x filling the new part; the other extents must

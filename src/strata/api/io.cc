@@ -30,6 +30,25 @@ Array StoreNode(const Array& in, std::shared_ptr<ZarrTarget> target, std::string
   return Array(std::move(made));
 }
 
+// numpy's kinds in the order of its "same_kind" casting rule: values may be
+// written into a dtype of their own kind or a later one (uint8 into int16,
+// int32 into float32, float64 into float32), never an earlier one (float
+// into int, complex into float, a number into bool). -1: not a number.
+int SameKindRank(DType d) {
+  if (d.is_bool()) return 0;
+  if (d.is_unsigned_integer()) return 1;
+  if (d.is_signed_integer()) return 2;
+  if (d.is_float() || d.is_float16()) return 3;
+  if (d.is_complex()) return 4;
+  return -1;
+}
+
+bool CastsSameKind(DType from, DType to) {
+  if (from == to) return true;
+  const int f = SameKindRank(from), t = SameKindRank(to);
+  return f >= 0 && t >= 0 && f <= t;
+}
+
 // to_zarr into part of an existing array (region_origin or append_dim).
 Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions& options) {
   auto fail = [&](const Status& s) {
@@ -82,6 +101,11 @@ Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions&
     mode.kind = ZarrTarget::Mode::Kind::kRegion;
   }
   mode.region_origin = origin;
+  if (!CastsSameKind(x.dtype(), m.dtype())) {
+    return invalid(fmt::format("x has dtype {}, the array {}: writing it would change its kind "
+                               "(numpy's same_kind casting refuses it); cast x first",
+                               x.dtype().ToString(), m.dtype().ToString()));
+  }
   Array in = x;
   if (in.dtype() != m.dtype()) {
     in = astype(in, m.dtype());

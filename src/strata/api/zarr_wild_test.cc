@@ -122,6 +122,38 @@ TEST(RegionToZarrTest, BackfillsARegionAndAppends) {
             std::string_view::npos);
 }
 
+TEST(RegionToZarrTest, CastsOnlyWithinNumpysSameKind) {
+  TempDir dir("strata-region-cast");
+  const std::string ints = dir.path() + "/i.zarr", floats = dir.path() + "/f.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(zeros({4, 4}, {2, 2}, DTypeId::kInt32, spec), ints)).ok());
+  ASSERT_TRUE(compute(to_zarr(zeros({4, 4}, {2, 2}, DTypeId::kFloat32, spec), floats)).ok());
+  ToZarrOptions region;
+  region.region_origin = Shape{1, 1};
+  // Within a kind or into a later one (numpy's same_kind): int8 into int32,
+  // int64 into float32, float64 into float32.
+  EXPECT_TRUE(compute(to_zarr(ones({2, 2}, {}, DTypeId::kInt8, spec), ints, region)).ok());
+  EXPECT_TRUE(compute(to_zarr(ones({2, 2}, {}, DTypeId::kInt64, spec), floats, region)).ok());
+  EXPECT_TRUE(compute(to_zarr(full({2, 2}, Scalar(1.5), {}, {}, spec), floats, region)).ok());
+  NDArray f = ReadBack(floats);
+  EXPECT_EQ(reinterpret_cast<const float*>(f.data())[5], 1.5f);
+  // Back across kinds (float into int, complex into float, a number into
+  // bool): refused before anything is written.
+  Array w = to_zarr(full({2, 2}, Scalar(2.5), {}, {}, spec), ints, region);
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("x has dtype float64, the array int32"),
+            std::string_view::npos) << w.status().ToString();
+  EXPECT_NE(w.status().message().find("same_kind"), std::string_view::npos);
+  w = to_zarr(full({2, 2}, Scalar(1.0), {}, DType(DTypeId::kComplex64), spec), floats, region);
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  const std::string bools = dir.path() + "/b.zarr";
+  ASSERT_TRUE(compute(to_zarr(zeros({4, 4}, {2, 2}, DTypeId::kBool, spec), bools)).ok());
+  w = to_zarr(ones({2, 2}, {}, DTypeId::kUInt8, spec), bools, region);
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  NDArray i = ReadBack(ints);
+  EXPECT_EQ(reinterpret_cast<const int32_t*>(i.data())[5], 1);
+}
+
 TEST(ToZarrFillValueTest, ANullFillValuePadsEdgeChunks) {
   // Zarr v2's null fill value, given as FillValue{{}, true} (as the Python
   // package gives fill_value="null"): edge chunks are padded with zeros, as
