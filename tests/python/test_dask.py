@@ -168,6 +168,32 @@ def test_zarr_in_and_out_match_threads(dask_spec, threads_spec, tmp_path):
         os.listdir(tmp_path / "threads.zarr"))
 
 
+def test_region_writes_and_appends_match_threads(dask_spec, threads_spec, tmp_path):
+    """A backfill straddling chunks and two appends: the workers make the
+    region and append handles again from their recipes (reading the existing
+    array's shape themselves) and write the bytes the threads executor
+    writes."""
+    expected = DATA.copy()
+    expected[5:25, 3:18] = DATA[:20, :15] * 2
+    expected = np.concatenate([expected, DATA[:9] + 1, DATA[:5] + 2])
+    for name, spec in (("dask", dask_spec), ("threads", threads_spec)):
+        path = str(tmp_path / f"{name}.zarr")
+        strata.to_zarr(strata.asarray(DATA, chunks=(8, 8)), path)
+        strata.to_zarr(strata.asarray(DATA[:20, :15] * 2, chunks=(7, 6), spec=spec), path,
+                       region=(slice(5, 25), slice(3, 18)))
+        strata.to_zarr(strata.asarray(DATA[:9] + 1, chunks=(4, 40), spec=spec), path,
+                       append_dim=0)
+        strata.to_zarr(strata.asarray(DATA[:5] + 2, chunks=(5, 40), spec=spec), path,
+                       append_dim=0)
+        same_bytes(strata.from_zarr(path).compute(), expected)
+    for dirpath, _, files in os.walk(tmp_path / "threads.zarr"):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), tmp_path / "threads.zarr")
+            with open(os.path.join(dirpath, f), "rb") as a, \
+                    open(os.path.join(tmp_path / "dask.zarr", rel), "rb") as b:
+                assert a.read() == b.read(), rel
+
+
 def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
     def wrong_shape(s):
         x = strata.asarray(DATA, chunks=(12, 10), spec=s)

@@ -495,7 +495,138 @@ def test_accessor_compute_to_memory_plan_visualize(tmp_path, rng, computes):
     xr.testing.assert_identical(npda.strata.compute(), npda)
 
 
-# ---------------------------------------------------------------- groupby
+# ---------------------------------------------------------------- region writes and appends
+
+def store_files(path):
+    """Every file under path with its bytes: a store an error must leave
+    exactly as it was."""
+    out = {}
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+def test_strata_to_zarr_region_and_append(tmp_path, rng):
+    import zarr
+    path = str(tmp_path / "a.zarr")
+    base = np.full((20, 14), -1.0)
+    z = zarr.open_array(path, mode="w", shape=base.shape, chunks=(6, 5), dtype="f8",
+                        fill_value=0)
+    z[...] = base
+    expected = base.copy()
+    patch = rng.normal(size=(9, 7))
+    # Slices as zarr-python's z[4:13, 3:10] = patch, straddling chunks.
+    strata.to_zarr(strata.asarray(patch, chunks=(4, 4)), path, region=(slice(4, 13), slice(3, 10)))
+    expected[4:13, 3:10] = patch
+    np.testing.assert_array_equal(zarr.open_array(path, mode="r")[...], expected)
+    # Origins as ints, None and negative bounds, a lazy handle, an int array into floats.
+    h = strata.to_zarr(strata.asarray(patch * 2, chunks=(3, 7)), path, region=(11, slice(-7, None)),
+                       compute=False)
+    strata.compute(h)
+    expected[11:20, 7:14] = patch * 2
+    ints = np.arange(14).reshape(1, 14).astype("int32")
+    strata.to_zarr(strata.asarray(ints), path, region=(slice(0, 1), slice(None)))
+    expected[0] = ints[0]
+    np.testing.assert_array_equal(strata.from_zarr(path).compute(), expected)
+    # Append twice, along either axis (negative axes count from the end).
+    more = rng.normal(size=(5, 14))
+    strata.to_zarr(strata.asarray(more, chunks=(2, 14)), path, append_dim=0)
+    expected = np.concatenate([expected, more])
+    cols = rng.normal(size=(25, 3))
+    strata.to_zarr(strata.asarray(cols, chunks=(25, 2)), path, append_dim=-1)
+    expected = np.concatenate([expected, cols], axis=1)
+    z = zarr.open_array(path, mode="r")
+    assert z.shape == (25, 17) and z.chunks == (6, 5)
+    np.testing.assert_array_equal(z[...], expected)
+    # The method takes them too; a 0-d array.
+    strata.asarray(np.ones((25, 3))).to_zarr(path, region=(0, 14))
+    expected[:, 14:] = 1
+    np.testing.assert_array_equal(strata.from_zarr(path).compute(), expected)
+    scalar = str(tmp_path / "s.zarr")
+    strata.to_zarr(strata.asarray(np.float64(1.5)), scalar)
+    strata.to_zarr(strata.asarray(np.float64(2.5)), scalar, region=())
+    assert strata.from_zarr(scalar).compute() == 2.5
+
+
+def test_strata_to_zarr_region_and_append_refusals(tmp_path, rng):
+    path = str(tmp_path / "a.zarr")
+    strata.to_zarr(strata.asarray(np.arange(200.0).reshape(20, 10), chunks=(6, 5)), path)
+    x = strata.asarray(rng.normal(size=(9, 7)), chunks=(4, 4))
+    before = store_files(path)
+
+    def refuse(exc, match, y=x, where=path, **kwargs):
+        with pytest.raises(exc, match=match):
+            strata.to_zarr(y, where, **kwargs)
+        assert store_files(path) == before
+
+    refuse(ValueError, "region has 1 entries for an array of 2", region=(slice(0, 9),))
+    refuse(ValueError, "x has rank 1, the array", y=strata.ones(9), region=(0,))
+    refuse(ValueError, "x has 1 dimensions, the array", y=strata.ones(9), region=(slice(0, 9),))
+    refuse(ValueError, "x has rank 3", y=strata.ones((2, 10, 1)), append_dim=0)
+    refuse(ValueError, r"region\[0\] is slice\(15, 24, None\), outside axis 0",
+           region=(slice(15, 24), slice(0, 7)))
+    refuse(ValueError, r"region\[1\] is slice\(-12, -5, None\), outside axis 1",
+           region=(slice(0, 9), slice(-12, -5)))
+    refuse(ValueError, "outside the array", region=(15, 0))
+    refuse(ValueError, "outside the array", region=(-1, 0))
+    refuse(ValueError, "its step must be 1", region=(slice(0, 18, 2), slice(0, 7)))
+    refuse(ValueError, r"region\[1\] is slice\(0, 5, None\), 5 elements, but x has 7",
+           region=(slice(0, 9), slice(0, 5)))
+    ints = str(tmp_path / "i.zarr")
+    strata.to_zarr(strata.zeros((9, 7), dtype="int32"), ints)
+    with pytest.raises(ValueError, match="x has dtype float64, the array int32.*same_kind"):
+        strata.to_zarr(x, ints, region=(0, 0))
+    missing = str(tmp_path / "missing.zarr")
+    refuse(FileNotFoundError, f"to_zarr {missing}: {missing} does not exist", where=missing,
+           region=(slice(0, 9), slice(0, 7)))
+    refuse(FileNotFoundError, f"to_zarr {missing}: {missing} does not exist", where=missing,
+           region=(0, 0))
+    refuse(FileNotFoundError, f"to_zarr {missing}: {missing} does not exist", where=missing,
+           append_dim=0)
+    (tmp_path / "empty").mkdir()
+    refuse(FileNotFoundError, "no Zarr array or group", where=str(tmp_path / "empty"),
+           region=(slice(0, 9), 0))
+    refuse(ValueError, "not both", region=(0, 0), append_dim=0)
+    refuse(ValueError, "the other extents differ", append_dim=0)
+    refuse(ValueError, "append_dim=2 is out of range", append_dim=2)
+    refuse(TypeError, "append_dim must be an axis", append_dim="0")
+    refuse(TypeError, "append_dim must be an axis", append_dim=True)
+    refuse(TypeError, "region must be a tuple", region="0:9,0:7")
+    refuse(TypeError, r"region\[0\] must be a slice of ints or an int", region=(0.5, 0))
+    refuse(TypeError, r"region\[1\] must be a slice of ints or an int",
+           region=(0, slice("a", None)))
+    refuse(ValueError, "codec, attrs describe a new array", region=(0, 0), codec="zstd",
+           attrs={"a": 1})
+    refuse(ValueError, "overwrite describe a new array", append_dim=0, overwrite=True)
+    refuse(ValueError, "(?i)read", y=strata.from_zarr(path)[:9, :7] * 2, region=(9, 3))
+    assert not os.path.exists(tmp_path / "missing.zarr")
+
+
+def test_region_casting_is_numpys_same_kind(tmp_path):
+    """x is cast to the stored dtype exactly when numpy's same_kind casting
+    allows it (zarr-python casts anything; a float written into ints would
+    lose its fraction silently)."""
+    dtypes = ["bool", "uint8", "int8", "int32", "uint64", "float32", "float64", "complex64"]
+    for to in dtypes:
+        strata.to_zarr(strata.zeros((2,), dtype=to), str(tmp_path / to))
+    for frm in dtypes:
+        x = strata.ones((2,), dtype=frm)
+        for to in dtypes:
+            if np.can_cast(frm, to, "same_kind"):
+                strata.to_zarr(x, str(tmp_path / to), region=(0,), compute=False)
+            else:
+                with pytest.raises(ValueError, match="same_kind"):
+                    strata.to_zarr(x, str(tmp_path / to), region=(0,), compute=False)
+    strata.to_zarr(strata.asarray(np.array([1.25, -3.5])), str(tmp_path / "float32"),
+                   region=(0,))
+    np.testing.assert_array_equal(strata.from_zarr(str(tmp_path / "float32")).compute(),
+                                  np.array([1.25, -3.5], dtype="float32"))
+
+
+
 
 def grouped_ops(plan_dict):
     return [o["op"] for o in plan_dict["ops"] if o["op"].startswith("groupby-") and

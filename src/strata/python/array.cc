@@ -199,11 +199,16 @@ std::vector<SubscriptTerm> ToTerms(py::tuple key) {
 // fill_value: None (zero), a number (of x's dtype), or "null" (Zarr v2's
 // null: every chunk is written). dimension_names: names or None per axis
 // (Zarr v3's dimension_names; ignored for v2, which keeps them in the
-// _ARRAY_DIMENSIONS attribute).
+// _ARRAY_DIMENSIONS attribute). region_origin (a sequence of ints) or
+// append_dim (an int): write into the existing array instead (the package
+// has turned slices into origins); the other options do not apply then.
 Array ToZarr(const Array& x, const std::string& path, py::object codec, int zarr_format,
              bool overwrite, const std::string& attributes_json, py::object fill_value,
-             py::object dimension_names) {
+             py::object dimension_names, std::optional<Shape> region_origin,
+             std::optional<int> append_dim) {
   ToZarrOptions options;
+  options.region_origin = std::move(region_origin);
+  options.append_dim = append_dim;
   if (py::isinstance<py::str>(fill_value)) {
     if (fill_value.cast<std::string>() != "null") {
       throw py::value_error("to_zarr: fill_value must be a number, None or \"null\"");
@@ -444,7 +449,8 @@ void RegisterArray(py::module_& m) {
   m.def("to_zarr", &ToZarr, py::arg("x"), py::arg("path"), py::arg("codec") = py::none(),
         py::arg("zarr_format") = 2, py::arg("overwrite") = false,
         py::arg("attributes_json") = "{}", py::arg("fill_value") = py::none(),
-        py::arg("dimension_names") = py::none());
+        py::arg("dimension_names") = py::none(), py::arg("region_origin") = py::none(),
+        py::arg("append_dim") = py::none());
 }
 
 }  // namespace strata::python
