@@ -447,10 +447,11 @@ class StrataDataArrayAccessor(_Accessor):
     """`da.strata`: compute(), to_memory(), plan(), visualize(), to_zarr(),
     groupby()."""
 
-    def to_zarr(self, store, mode="w-", *, name=None, **kwargs):
-        """Writes the DataArray as a one-variable dataset (see
-        Dataset.strata.to_zarr); its variable is named `name`, the
-        DataArray's name or xarray's "__xarray_dataarray_variable__"."""
+    def to_zarr(self, store, mode=None, *, name=None, **kwargs):
+        """Writes the DataArray as a one-variable dataset (Dataset.strata.to_zarr,
+        with its mode=, region=, append_dim= and the rest); the variable is
+        named `name`, the DataArray's name or xarray's
+        "__xarray_dataarray_variable__"."""
         da = self._obj
         name = name or da.name or "__xarray_dataarray_variable__"
         return da.to_dataset(name=name).strata.to_zarr(store, mode=mode, **kwargs)
@@ -461,53 +462,197 @@ class StrataDatasetAccessor(_Accessor):
     """`ds.strata`: compute(), to_memory(), plan(), visualize(), to_zarr(),
     groupby()."""
 
-    def to_zarr(self, store, mode="w-", *, region=None, append_dim=None, consolidated=True,
-                encoding=None, zarr_format=2, codec=None, compute=True, **compute_kwargs):
-        """Writes the Dataset to a Zarr group as xarray does (data variables
-        and coordinates, CF-encoded by xarray's encoder: _ARRAY_DIMENSIONS
-        or dimension_names, attributes, NaN fill values for floats, times as
-        numbers with units), so that xr.open_zarr reads it back equal. Every
-        variable is written in one strata compute; the group is assembled
-        under a temporary name beside `store` and renamed into place when
-        complete, so a failed write leaves nothing that looks complete.
+    def to_zarr(self, store, mode=None, *, region=None, append_dim=None, consolidated=True,
+                encoding=None, zarr_format=None, codec=None, compute=True, **compute_kwargs):
+        """Writes the Dataset to a Zarr group as xarray's Dataset.to_zarr does
+        (data variables and coordinates, CF-encoded by xarray's encoder:
+        _ARRAY_DIMENSIONS or dimension_names, attributes, NaN fill values for
+        floats, times as numbers with units), so that xr.open_zarr reads it
+        back equal. Every strata-backed and numeric variable is written in one
+        strata compute (strings, which strata has no dtype for, through
+        zarr-python).
 
-        mode: "w-" (fail if it exists) or "w" (replace an existing Zarr
-        group). region= and append_dim= need region writes and appends in the
-        engine's Zarr writer, which main does not have yet: they raise
-        NotImplementedError. zarr_format 2 (default) or 3. encoding: per
-        variable, as xarray's (dtype, scale_factor, add_offset, _FillValue,
-        chunks, units/calendar for times)."""
+        mode, region and append_dim mean what they mean to xarray 2023.01
+        (same defaults, checks and error messages):
+        - "w-" (the default without region/append_dim: fail if `store`
+          exists) or "w" (replace a Zarr group): the group is assembled under
+          a temporary name beside `store` and renamed into place when
+          complete, so a failed write leaves nothing that looks complete.
+        - "a" (the default with append_dim): into an existing group, new
+          variables are created, existing ones rewritten with their stored
+          encoding (dtype, _FillValue, scale_factor/add_offset, time units);
+          the group's attributes are replaced by the dataset's. On a missing
+          store (and without region/append_dim) it writes a new group.
+        - "r+" (the default with region): existing variables only, attributes
+          kept.
+        - append_dim="time": variables with that dimension grow along it
+          (coordinates too), others are rewritten whole and must match the
+          stored sizes. The new shapes are written last.
+        - region={"time": slice(10, 20)}: a dict of dimension -> slice (step
+          1) of the stored arrays; every variable must have one of its
+          dimensions (xarray's error names those to drop_vars). Chunks the
+          region covers partly are read, updated and rewritten under a lock
+          per chunk, never torn. region together with append_dim is refused
+          (NotImplementedError).
+        Every check runs before anything is written; if the compute then
+        fails, appended arrays get their old shapes back and created
+        variables are removed (values backfilled into a region before the
+        failure stay: a region write replaces data in place, as xarray's
+        does). Consolidated metadata: written by "w"/"w-" unless
+        consolidated is False; rewritten by "a" (with the new shapes) unless
+        consolidated is False and the group has none; "r+" changes no
+        metadata. (consolidated=None is xarray's default; True here.)
+
+        zarr_format: 2 (default) or 3 for new groups (an existing group keeps
+        its own). encoding: per new variable, as xarray's (dtype,
+        scale_factor, add_offset, _FillValue, chunks, units/calendar for
+        times); refused for variables that exist. codec: strata's codec
+        syntax for new arrays (default blosc lz4). compute=False is not
+        supported (NotImplementedError)."""
+        ds = self._obj
+        mode = _zarr_mode(mode, region, append_dim)
         if region is not None:
-            raise NotImplementedError(
-                "strata to_zarr(region=...): writing into a region of existing Zarr arrays "
-                "needs region writes in strata's Zarr writer, which this build does not have")
-        if append_dim is not None:
-            raise NotImplementedError(
-                "strata to_zarr(append_dim=...): appending along a dimension needs resizable "
-                "writes in strata's Zarr writer, which this build does not have")
-        if mode not in ("w", "w-"):
-            raise NotImplementedError(f"strata to_zarr: mode={mode!r} is not supported "
-                                      "(mode 'w-' creates a group, 'w' replaces one)")
-        if zarr_format not in (2, 3):
+            _check_region(ds, region, append_dim)
+        if zarr_format not in (None, 2, 3):
             raise ValueError(f"to_zarr: zarr_format must be 2 or 3, got {zarr_format!r}")
         if encoding is not None and not isinstance(encoding, dict):
             raise TypeError("to_zarr: encoding must be a dict of {variable: {key: value}}")
-        target = os.path.abspath(_local_path(store, "to_zarr"))
-        handles, tmp, group_attrs = _write_group(self._obj, target, mode, encoding or {},
-                                                 zarr_format, codec)
+        if consolidated not in (None, True, False):
+            raise TypeError(f"to_zarr: consolidated must be None, True or False, got "
+                            f"{consolidated!r}")
+        consolidated = consolidated is not False   # None: xarray's default, consolidate
+        encoding = encoding or {}
+        for k in encoding:
+            if k not in ds.variables:
+                raise ValueError(f"to_zarr: encoding given for {k!r}, which is not a variable "
+                                 "of the dataset")
         if not compute:
             raise NotImplementedError("to_zarr(compute=False): not supported yet "
                                       "(the group is assembled when the compute ends)")
+        target = os.path.abspath(_local_path(store, "to_zarr"))
+        if mode in ("a", "r+") and (mode == "r+" or region is not None or
+                                    append_dim is not None or os.path.lexists(target)):
+            _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_format,
+                              codec, consolidated, compute_kwargs)
+            return None
+        zarr_format = zarr_format or 2
+        mode = "w-" if mode == "a" else mode   # "a" on a missing store: a new group
+        handles, tmp, group_attrs = _write_group(ds, target, mode, encoding, zarr_format, codec)
         try:
             if handles:
                 strata.compute(*handles, **compute_kwargs)
-            _finish_group(tmp, list(self._obj.variables), group_attrs, zarr_format,
-                          consolidated)
+            _write_group_attrs(tmp, zarr_format, _json_attrs(group_attrs))
+            if consolidated:
+                _consolidate(tmp, zarr_format, list(self._obj.variables))
             _move_into_place(tmp, target, mode)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return None
+
+
+def _zarr_mode(mode, region, append_dim):
+    """xarray's default mode and its refusals (Dataset.to_zarr)."""
+    if mode is None:
+        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
+    if mode != "a" and append_dim is not None:
+        raise ValueError("cannot set append_dim unless mode='a' or mode=None")
+    if mode not in ("a", "r+") and region is not None:
+        raise ValueError("cannot set region unless mode='a', mode='r+' or mode=None")
+    if mode not in ("w", "w-", "a", "r+"):
+        raise ValueError("The only supported options for mode are 'w', "
+                         f"'w-', 'a' and 'r+', but mode={mode!r}")
+    return mode
+
+
+def _check_region(ds, region, append_dim):
+    """xarray's checks of region= (its messages), then strata's one limit."""
+    if not isinstance(region, dict):
+        raise TypeError(f"``region`` must be a dict, got {type(region)}")
+    for k, v in region.items():
+        if k not in ds.dims:
+            raise ValueError("all keys in ``region`` are not in Dataset dimensions, got "
+                             f"{list(region)} and {list(ds.dims)}")
+        if not isinstance(v, slice):
+            raise TypeError(f"all values in ``region`` must be slice objects, got region={region}")
+        if v.step not in {1, None}:
+            raise ValueError(f"step on all slices in ``region`` must be 1 or None, got "
+                             f"region={region}")
+    non_matching = [k for k, v in ds.variables.items() if not set(region).intersection(v.dims)]
+    if non_matching:
+        raise ValueError(
+            "when setting `region` explicitly in to_zarr(), all variables in the dataset to "
+            "write must have at least one dimension in common with the region's dimensions "
+            f"{list(region.keys())}, but that is not the case for some variables here. To "
+            "drop these variables from this dataset before exporting to zarr, write: "
+            f".drop_vars({non_matching!r})")
+    if append_dim is not None:
+        if append_dim in region:
+            raise ValueError("cannot list the same dimension in both ``append_dim`` and "
+                             f"``region`` with to_zarr(), got {append_dim} in both")
+        raise NotImplementedError(
+            "strata to_zarr: region= with append_dim= (growing an array by a slab that covers "
+            "only part of its other dimensions) is not supported; append whole slabs, then "
+            "backfill with region=")
+
+
+def _plain_variable(name, var, encoding):
+    """var as an xr.Variable over its strata array (or its values), with
+    `encoding`, or ValueError for a name Zarr cannot hold."""
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        raise ValueError(f"to_zarr: variable name {name!r} cannot be a Zarr array name")
+    var = var.variable if hasattr(var, "variable") else var
+    return xr.Variable(var.dims, var._data if isinstance(var._data, Array) else var.values,
+                       var.attrs, encoding)
+
+
+def _encoded_data(enc):
+    """The data of an encoded variable: its strata array, or numpy."""
+    return enc._data if isinstance(enc._data, Array) else np.asarray(enc.values)
+
+
+def _is_strings(data):
+    return isinstance(data, np.ndarray) and data.dtype.kind not in "biufc"
+
+
+def _new_variable(name, var, zarr_format):
+    """A variable to create: (encoded Variable, its data, the kwargs of
+    strata.to_zarr for it; None for strings, which zarr-python writes)."""
+    var = _plain_variable(name, var, dict(var.encoding))
+    # Storage encodings are strata's (chunks kept when given; codec= for
+    # every array); the CF ones go to xarray's encoder.
+    for k in ("preferred_chunks", "compressor", "filters", "codecs", "coordinates"):
+        var.encoding.pop(k, None)
+    chunks = var.encoding.pop("chunks", None)
+    enc = xr.conventions.encode_cf_variable(var, name=name)
+    data = _encoded_data(enc)
+    if _is_strings(data):
+        return enc, data, None
+    if isinstance(data, np.ndarray):
+        data = strata.asarray(np.asarray(data, order="C"),
+                              chunks=tuple(chunks) if chunks else "auto")
+    elif chunks:
+        data = data.rechunk(tuple(chunks))
+    attrs = dict(enc.attrs)
+    fill = attrs.pop("_FillValue", None)
+    attrs = _json_attrs(attrs)
+    dims = [str(d) for d in enc.dims]
+    if zarr_format == 2:
+        attrs["_ARRAY_DIMENSIONS"] = dims
+    return enc, data, dict(zarr_format=zarr_format, attrs=attrs, fill_value=_fill_arg(fill),
+                           dimension_names=dims if zarr_format == 3 else None)
+
+
+def _with_user_encoding(ds, encoding):
+    """The dataset's variables (coordinates named as xarray's encoder names
+    them) with the user's encoding merged in, and the group's attributes."""
+    variables, group_attrs = xr.conventions.encode_dataset_coordinates(ds)
+    out = {}
+    for name, var in variables.items():
+        var = var.variable if hasattr(var, "variable") else var
+        out[name] = xr.Variable(var.dims, var._data, var.attrs,
+                                {**var.encoding, **encoding.get(name, {})})
+    return out, group_attrs
 
 
 def _is_zarr_group(path):
@@ -544,58 +689,304 @@ def _write_group(ds, target, mode, encoding, zarr_format, codec):
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         raise FileNotFoundError(f"to_zarr: the directory {parent!r} does not exist")
-    for k in encoding:
-        if k not in ds.variables:
-            raise ValueError(f"to_zarr: encoding given for {k!r}, which is not a variable of "
-                             "the dataset")
     # Non-index coordinates are named in the variables' "coordinates"
     # attributes (or the group's), as xarray's encoder writes them.
-    variables, group_attrs = xr.conventions.encode_dataset_coordinates(ds)
+    variables, group_attrs = _with_user_encoding(ds, encoding)
     tmp = os.path.join(parent, f".{os.path.basename(target)}.strata-{uuid.uuid4().hex[:12]}")
     os.mkdir(tmp)
     handles = []
     try:
         for name, var in variables.items():
-            if not isinstance(name, str) or "/" in name or name.startswith("."):
-                raise ValueError(f"to_zarr: variable name {name!r} cannot be a Zarr array name")
-            var = var.variable if hasattr(var, "variable") else var
-            var = xr.Variable(var.dims, var._data if isinstance(var._data, Array) else
-                              var.values, var.attrs, {**var.encoding,
-                                                      **encoding.get(name, {})})
-            # Storage encodings are strata's (chunks kept when given; codec=
-            # for every array); the CF ones go to xarray's encoder.
-            for k in ("preferred_chunks", "compressor", "filters", "codecs", "coordinates"):
-                var.encoding.pop(k, None)
-            chunks = var.encoding.pop("chunks", None)
-            enc = xr.conventions.encode_cf_variable(var, name=name)
-            data = enc._data if isinstance(enc._data, Array) else np.asarray(enc.values)
-            if isinstance(data, np.ndarray) and data.dtype.kind not in "biufc":
-                _write_strings(tmp, name, data, enc, zarr_format)
+            enc, data, kwargs = _new_variable(name, var, zarr_format)
+            if kwargs is None:
+                _write_strings(tmp, name, _string_data(name, data, zarr_format), enc)
                 continue
-            if isinstance(data, np.ndarray):
-                data = strata.asarray(np.asarray(data, order="C"),
-                                      chunks=tuple(chunks) if chunks else "auto")
-            elif chunks:
-                data = data.rechunk(tuple(chunks))
-            attrs = dict(enc.attrs)
-            fill = attrs.pop("_FillValue", None)
-            attrs = _json_attrs(attrs)
-            dims = [str(d) for d in enc.dims]
-            if zarr_format == 2:
-                attrs["_ARRAY_DIMENSIONS"] = dims
             handles.append(strata.to_zarr(data, os.path.join(tmp, name), compute=False,
-                                          zarr_format=zarr_format, codec=codec, attrs=attrs,
-                                          fill_value=_fill_arg(fill),
-                                          dimension_names=dims if zarr_format == 3 else None))
+                                          codec=codec, **kwargs))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return handles, tmp, group_attrs
 
 
-def _write_strings(tmp, name, data, var, zarr_format):
-    """A variable of strings (labels such as country names: in memory,
-    strata has no string dtype) written by zarr-python, as xarray writes it."""
+def _stored_encoding(a):
+    """The CF encoding of stored array `a` as xarray's reader finds it
+    (dtype, _FillValue, scale_factor/add_offset, units/calendar of times):
+    xarray's decoder run on the array's attributes over a one-element
+    stand-in for its data (nothing is read)."""
+    attrs = dict(a.attrs)
+    attrs.pop("coordinates", None)
+    if a.fill_value is not None and a.zarr_format == 2:
+        attrs["_FillValue"] = a.fill_value   # as xarray's zarr backend does
+    dummy = xr.Variable(a.dims, np.zeros((1,) * len(a.shape), dtype=a.dtype), attrs)
+    decoded = xr.conventions.decode_cf_variable(a.name, dummy, concat_characters=False)
+    encoding = dict(decoded.encoding)
+    if a.dtype.kind in "US":
+        # numpy would cut longer strings to the stored length: _strings_for
+        # refuses them instead.
+        encoding.pop("dtype", None)
+    return encoding
+
+
+def _check_existing_dims(name, new, a, region, append_dim):
+    """xarray's check (and messages) that an existing variable keeps its
+    dimensions and, but along append_dim, its sizes (the region's sizes in
+    a region write)."""
+    if tuple(new.dims) != a.dims:
+        raise ValueError(f"variable {name!r} already exists with different dimension names "
+                         f"{a.dims} != {tuple(new.dims)}, but changing variable dimensions is "
+                         "not supported by to_zarr().")
+    existing_sizes = {}
+    for d, n in zip(a.dims, a.shape):
+        if region is not None and d in region:
+            start, stop, _ = region[d].indices(n)
+            n = stop - start
+        if d != append_dim:
+            existing_sizes[d] = n
+    new_sizes = {d: n for d, n in zip(new.dims, new.shape) if d != append_dim}
+    if existing_sizes != new_sizes:
+        raise ValueError(f"variable {name!r} already exists with different dimension sizes: "
+                         f"{existing_sizes} != {new_sizes}. to_zarr() only supports changing "
+                         f"dimension sizes when explicitly appending, but "
+                         f"append_dim={append_dim!r}.")
+
+
+def _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_format, codec,
+                      consolidated, compute_kwargs):
+    """mode "a" or "r+" into the existing group at target (see
+    Dataset.strata.to_zarr): every check first, then one compute, then the
+    strings, the group's attributes and its consolidated metadata; on
+    failure the old metadata of appended arrays comes back and created
+    arrays go."""
+    if not _is_zarr_group(target):
+        if os.path.lexists(target):
+            raise ValueError(f"to_zarr: {target!r} exists and is not a Zarr group")
+        if append_dim is not None:
+            raise ValueError(f"append_dim={append_dim!r} does not match any existing dataset "
+                             "dimensions {}")
+        raise FileNotFoundError(f"to_zarr(mode={mode!r}): no Zarr group at {target!r} to "
+                                "write into")
+    fmt, _, arrays = _group_metadata(target, consolidated=False)
+    if zarr_format is not None and zarr_format != fmt:
+        raise ValueError(f"to_zarr: {target!r} is a Zarr v{fmt} group; zarr_format="
+                         f"{zarr_format} cannot change it in mode={mode!r}")
+    stored = {a.name: a for a in arrays}
+    # xarray's checks for modes "a" and "r+", in its order and words.
+    for name, v in ds.data_vars.items():
+        a = stored.get(name)
+        if a is not None and v.dtype.kind not in "iufcMmb" and v.dtype != object and \
+                v.dtype != a.dtype:
+            raise ValueError(f"Mismatched dtypes for variable {name} between Zarr store on disk "
+                             f"and dataset to append. Store has dtype {a.dtype} but dataset to "
+                             f"append has dtype {v.dtype}.")
+    if append_dim is not None:
+        sizes = {}
+        for a in arrays:
+            for d, n in zip(a.dims, a.shape):
+                if d in sizes and sizes[d] != n:
+                    raise ValueError(f"found conflicting lengths for dimension {d} "
+                                     f"({n} != {sizes[d]})")
+                sizes[d] = n
+        if append_dim not in sizes:
+            raise ValueError(f"append_dim={append_dim!r} does not match any existing dataset "
+                             f"dimensions {sizes}")
+    for name in stored:
+        if name in encoding:
+            raise ValueError(f"variable {name!r} already exists, but encoding was provided")
+    if mode == "r+":
+        new_names = [k for k in ds.variables if k not in stored]
+        if new_names:
+            raise ValueError(f"dataset contains non-pre-existing variables {new_names}, which "
+                             "is not allowed in ``xarray.Dataset.to_zarr()`` with mode='r+'. "
+                             "To allow writing new variables, set mode='a'.")
+    variables, group_attrs = _with_user_encoding(ds, encoding)
+    handles, created, strings, grown = [], [], [], []
+    for name, var in variables.items():
+        path = os.path.join(target, name)
+        a = stored.get(name)
+        if a is None:
+            if region is not None:
+                raise ValueError(f"to_zarr: variable {name!r} is not in {target!r}; region= "
+                                 "writes into existing variables only")
+            if os.path.lexists(path):
+                raise ValueError(f"to_zarr: {path!r} exists and is not a Zarr array of the "
+                                 f"group; refusing to write variable {name!r} over it")
+            enc, data, kwargs = _new_variable(name, var, fmt)
+            if kwargs is None:
+                data = _string_data(name, data, fmt)
+                strings.append(lambda name=name, data=data, enc=enc:
+                               _write_strings(target, name, data, enc))
+            else:
+                handles.append(strata.to_zarr(data, path, compute=False, codec=codec,
+                                              **kwargs))
+            created.append(path)
+            continue
+        # An existing variable: encoded as stored (xarray's rule), then
+        # appended or written into its box.
+        var = _plain_variable(name, var, _stored_encoding(a))
+        enc = xr.conventions.encode_cf_variable(var, name=name)
+        _check_existing_dims(name, enc, a, region, append_dim)
+        data = _encoded_data(enc)
+        if append_dim is not None and append_dim in a.dims:
+            where = dict(append_dim=a.dims.index(append_dim))
+            grown.append(a)
+        else:
+            where = dict(region=tuple(region[d].indices(n)[0] if region and d in region else 0
+                                      for d, n in zip(a.dims, a.shape)))
+        if _is_strings(data):
+            data = _strings_for(a, _string_data(name, data, fmt))
+            strings.append(lambda path=path, data=data, where=where:
+                           _write_existing_strings(path, data, where))
+            continue
+        if isinstance(data, np.ndarray):
+            data = strata.asarray(np.asarray(data, order="C"))
+        handles.append(strata.to_zarr(data, path, compute=False, **where))
+    # Every check passed and nothing is written yet.
+    kept = _snapshot(target, fmt, grown)
+    try:
+        if handles:
+            strata.compute(*handles, **compute_kwargs)
+        for write in strings:
+            write()
+        if mode != "r+":
+            _write_group_attrs(target, fmt, _json_attrs(group_attrs))
+            if consolidated or _has_consolidated(target, fmt):
+                _consolidate(target, fmt, _array_names(target, fmt))
+    except BaseException:
+        for path, content in kept.items():
+            if content is None:
+                if os.path.lexists(path):
+                    os.remove(path)
+            else:
+                _write_file(path, content)
+        for path in created:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _strings_for(a, data):
+    """Strings to write into the stored string array `a`, as its dtype
+    holds them; ValueError (before anything is written) for strings longer
+    than a fixed-length dtype holds, which zarr-python would truncate."""
+    if a.dtype.kind == "O":
+        return data.astype(object)
+    if a.dtype.kind not in "US":
+        raise TypeError(f"to_zarr: variable {a.name!r} holds strings; the stored array has "
+                        f"dtype {a.dtype}")
+    if a.dtype.kind == "S" and data.dtype.kind == "U":
+        data = np.char.encode(data, "utf-8")
+    elif a.dtype.kind == "U" and data.dtype.kind == "S":
+        data = np.char.decode(data, "utf-8")
+    if data.dtype.itemsize > a.dtype.itemsize:
+        raise ValueError(f"to_zarr: variable {a.name!r} is stored with dtype {a.dtype}, which "
+                         f"would truncate these strings of dtype {data.dtype}")
+    return data
+
+
+def _write_existing_strings(path, data, where):
+    """Strings (which strata has no dtype for) into an existing array, by
+    zarr-python: appended along an axis or written into a box."""
+    import zarr
+    z = zarr.open_array(path, mode="r+")
+    if "append_dim" in where:
+        z.append(data, axis=where["append_dim"])
+    else:
+        z[tuple(slice(o, o + n) for o, n in zip(where["region"], data.shape))] = data
+
+
+def _snapshot(target, fmt, grown):
+    """The metadata files a failed write must put back: the group's, and
+    those of the arrays an append grows (None: the file did not exist)."""
+    names = [".zgroup", ".zattrs", ".zmetadata"] if fmt == 2 else ["zarr.json"]
+    paths = [os.path.join(target, n) for n in names]
+    for a in grown:
+        paths.append(os.path.join(target, a.name, ".zarray" if fmt == 2 else "zarr.json"))
+    kept = {}
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                kept[p] = f.read()
+        except FileNotFoundError:
+            kept[p] = None
+    return kept
+
+
+def _write_file(path, content):
+    """Replaces the file at path by `content` (bytes or JSON) in one
+    rename, so a reader never sees half of it."""
+    if not isinstance(content, bytes):
+        content = json.dumps(content).encode()
+    tmp = f"{path}.strata-{uuid.uuid4().hex[:12]}"
+    with open(tmp, "wb") as f:
+        f.write(content)
+    os.replace(tmp, path)
+
+
+def _array_names(root, fmt):
+    """The arrays directly in the group at root."""
+    meta = ".zarray" if fmt == 2 else "zarr.json"
+    names = []
+    for n in sorted(os.listdir(root)):
+        p = os.path.join(root, n, meta)
+        if os.path.isfile(p) and (fmt == 2 or _read_json(p, "to_zarr").get("node_type") ==
+                                  "array"):
+            names.append(n)
+    return names
+
+
+def _has_consolidated(root, fmt):
+    if fmt == 2:
+        return os.path.exists(os.path.join(root, ".zmetadata"))
+    p = os.path.join(root, "zarr.json")
+    return os.path.exists(p) and "consolidated_metadata" in _read_json(p, "to_zarr")
+
+
+def _write_group_attrs(root, fmt, attrs):
+    """The group's own metadata with attributes `attrs` (JSON values); a v3
+    group keeps its consolidated metadata until _consolidate."""
+    if fmt == 2:
+        _write_file(os.path.join(root, ".zgroup"), {"zarr_format": 2})
+        _write_file(os.path.join(root, ".zattrs"), attrs)
+    else:
+        p = os.path.join(root, "zarr.json")
+        group = _read_json(p, "to_zarr") if os.path.exists(p) else {}
+        group.update({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+        _write_file(p, group)
+
+
+def _consolidate(root, fmt, names):
+    """The group's consolidated metadata, from its own and its arrays'
+    (`names`) metadata as they are now; entries for other nodes already in
+    it (nested groups) are kept."""
+    if fmt == 2:
+        p = os.path.join(root, ".zmetadata")
+        meta = _read_json(p, "to_zarr").get("metadata", {}) if os.path.exists(p) else {}
+        meta = dict(meta)
+        for f in (".zgroup", ".zattrs"):
+            if os.path.exists(os.path.join(root, f)):
+                meta[f] = _read_json(os.path.join(root, f), "to_zarr")
+        for name in names:
+            for f in (".zarray", ".zattrs"):
+                q = os.path.join(root, name, f)
+                if os.path.exists(q):
+                    meta[f"{name}/{f}"] = _read_json(q, "to_zarr")
+        _write_file(p, {"metadata": meta, "zarr_consolidated_format": 1})
+    else:
+        p = os.path.join(root, "zarr.json")
+        group = _read_json(p, "to_zarr")
+        old = (group.get("consolidated_metadata") or {}).get("metadata") or {}
+        meta = dict(old)
+        for name in names:
+            meta[name] = _read_json(os.path.join(root, name, "zarr.json"), "to_zarr")
+        group["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
+                                          "metadata": meta}
+        _write_file(p, group)
+
+
+def _string_data(name, data, zarr_format):
+    """A variable's strings as a numpy string array, or TypeError for what
+    zarr-python cannot write for strata (objects that are not strings,
+    strings in Zarr v3)."""
     if data.dtype.kind == "O":
         if not all(isinstance(v, str) for v in data.ravel()):
             raise TypeError(f"to_zarr: variable {name!r} holds Python objects that are not "
@@ -604,6 +995,12 @@ def _write_strings(tmp, name, data, var, zarr_format):
     if data.dtype.kind not in "US" or zarr_format != 2:
         raise TypeError(f"to_zarr: variable {name!r} has dtype {data.dtype}, which strata "
                         f"cannot write{' to Zarr v3' if zarr_format == 3 else ''}")
+    return data
+
+
+def _write_strings(tmp, name, data, var):
+    """A variable of strings (labels such as country names: in memory,
+    strata has no string dtype) written by zarr-python, as xarray writes it."""
     import zarr
     z = zarr.open_array(os.path.join(tmp, name), mode="w", shape=data.shape, dtype=data.dtype,
                         chunks=data.shape or True, fill_value=None)
@@ -613,35 +1010,6 @@ def _write_strings(tmp, name, data, var, zarr_format):
     attrs = _json_attrs(attrs)
     attrs["_ARRAY_DIMENSIONS"] = [str(d) for d in var.dims]
     z.attrs.put(attrs)
-
-
-def _finish_group(tmp, names, group_attrs, zarr_format, consolidated):
-    """The group's own metadata, and the consolidated metadata of its
-    arrays, once every array is written."""
-    attrs = _json_attrs(group_attrs)
-    if zarr_format == 2:
-        with open(os.path.join(tmp, ".zgroup"), "w") as f:
-            json.dump({"zarr_format": 2}, f)
-        with open(os.path.join(tmp, ".zattrs"), "w") as f:
-            json.dump(attrs, f)
-        if consolidated:
-            meta = {".zgroup": {"zarr_format": 2}, ".zattrs": attrs}
-            for name in names:
-                for f in (".zarray", ".zattrs"):
-                    p = os.path.join(tmp, name, f)
-                    if os.path.exists(p):
-                        meta[f"{name}/{f}"] = _read_json(p, "to_zarr")
-            with open(os.path.join(tmp, ".zmetadata"), "w") as f:
-                json.dump({"metadata": meta, "zarr_consolidated_format": 1}, f)
-    else:
-        group = {"zarr_format": 3, "node_type": "group", "attributes": attrs}
-        if consolidated:
-            group["consolidated_metadata"] = {
-                "kind": "inline", "must_understand": False,
-                "metadata": {name: _read_json(os.path.join(tmp, name, "zarr.json"), "to_zarr")
-                             for name in names}}
-        with open(os.path.join(tmp, "zarr.json"), "w") as f:
-            json.dump(group, f)
 
 
 def _move_into_place(tmp, target, mode):

@@ -417,10 +417,6 @@ def test_accessor_to_zarr_modes_and_refusals(tmp_path, rng):
         sda.strata.to_zarr(out)
     (sda * 2).strata.to_zarr(out, mode="w")
     xr.testing.assert_allclose(xr.open_zarr(out).t.compute(), npda * 2)
-    with pytest.raises(NotImplementedError, match="region"):
-        sda.strata.to_zarr(out, mode="r+", region={"time": slice(0, 2)})
-    with pytest.raises(NotImplementedError, match="append"):
-        sda.strata.to_zarr(out, mode="a", append_dim="time")
     (tmp_path / "not_zarr").mkdir()
     (tmp_path / "not_zarr" / "keep.txt").write_text("mine")
     with pytest.raises(ValueError, match="not a Zarr group"):
@@ -626,7 +622,278 @@ def test_region_casting_is_numpys_same_kind(tmp_path):
                                   np.array([1.25, -3.5], dtype="float32"))
 
 
+# ---------------------------------------------------------------- ... by the accessor
 
+def leftovers(path):
+    """strata's temporary files in a store (the empty lock file a region
+    write keeps beside each array's chunks, for other writers, is not one)."""
+    return [n for n in store_files(path)
+            if "strata" in n and not n.endswith("/.strata-chunk-locks")]
+
+
+def weather(rng, start, n_time):
+    """A small numpy-backed forecast-like dataset: n_time steps from `start`
+    (6-hourly), float with NaNs, packed int16, a static bool mask, and
+    coordinates of every kind (times, floats, ints, strings, a scalar)."""
+    t = rng.normal(280, 5, size=(n_time, 4, 6))
+    t[rng.random(t.shape) < 0.1] = np.nan
+    ds = xr.Dataset(
+        {"t": (("time", "lat", "lon"), t, {"units": "K"}),
+         "packed": (("time", "lat", "lon"), np.where(np.isnan(t), np.nan, np.round(t, 1))),
+         "q": (("time", "lat", "lon"), rng.integers(0, 100, size=t.shape).astype("int16")),
+         "land": (("lat", "lon"), np.arange(24).reshape(4, 6) % 3 == 0)},
+        coords={"time": pd.date_range(start, periods=n_time, freq="6H"),
+                "lat": np.linspace(-30, 30, 4), "lon": np.arange(6) * 60.0,
+                "station": ("lon", np.arange(6) * 3),
+                "country": ("lon", np.array(["fr", "de", "fr", "it", "de", "fr"])),
+                "height": 2.0},
+        attrs={"title": "forecast"})
+    return ds
+
+
+# Chunks of 4 steps: appends of 6 and 3 steps start inside a partial chunk,
+# region (3, 9) straddles two chunk boundaries (read-modify-write).
+WEATHER_ENCODING = {"t": {"chunks": (4, 3, 4)}, "q": {"chunks": (4, 4, 6)},
+                    "packed": {"chunks": (4, 4, 6), "dtype": "int16", "scale_factor": 0.1,
+                               "add_offset": 280.0, "_FillValue": -32768}}
+
+
+def on_strata(ds, chunks=(2, 3, 5)):
+    """ds with its data variables as strata arrays (chunks unlike the stored
+    ones, so that writes rechunk)."""
+    out = ds.copy()
+    for name, v in ds.data_vars.items():
+        c = chunks[-v.ndim:] if v.ndim else ()
+        out[name] = v.copy(data=strata.asarray(np.ascontiguousarray(v.values), chunks=c))
+    return out
+
+
+def write_base(ds, path, writer):
+    if writer == "xarray":
+        ds.to_zarr(path, encoding=WEATHER_ENCODING)
+    else:
+        on_strata(ds).strata.to_zarr(path, encoding=WEATHER_ENCODING)
+
+
+def same_stores(ours, ref):
+    """Our store read back by xarray (and by strata.xarray) equals xarray's."""
+    expected = xr.open_zarr(ref).compute()
+    xr.testing.assert_identical(xr.open_zarr(ours).compute(), expected)
+    xr.testing.assert_identical(xr.open_zarr(ours, consolidated=False).compute(), expected)
+    xr.testing.assert_identical(sx.open_zarr(ours).strata.compute(), expected)
+    return expected
+
+
+@pytest.mark.parametrize("writer", ["strata", "xarray"])
+def test_accessor_region_backfill_matches_xarray(tmp_path, rng, computes, writer):
+    base = weather(rng, "2020-01-01", 12)
+    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
+    write_base(base, ours, writer)
+    base.to_zarr(ref, encoding=WEATHER_ENCODING)
+    region = {"time": slice(3, 9)}
+    fresh = weather(rng, "2020-01-01", 12).isel(time=region["time"])
+    patch = fresh.drop_vars(["lat", "lon", "land", "station", "country", "height"])
+    computes.reset()
+    on_strata(patch).strata.to_zarr(ours, region=region)
+    assert computes.n == 1
+    patch.to_zarr(ref, region=region)
+    got = same_stores(ours, ref)
+    np.testing.assert_array_equal(got.t.values[3:9], patch.t.values)
+    np.testing.assert_array_equal(got.t.values[:3], base.t.values[:3])
+    np.testing.assert_array_equal(got.q.values[9:], base.q.values[9:])
+    # The arrays keep their chunks; nothing temporary is left.
+    with open(os.path.join(ours, "t", ".zarray")) as f:
+        assert json.load(f)["chunks"] == [4, 3, 4]
+    assert leftovers(ours) == []
+    # mode="a" with a region also works (the group's attributes are rewritten, as xarray's).
+    other = patch.isel(time=slice(0, 2)) + 1
+    other.attrs = {"title": "patched"}
+    region = {"time": slice(-3, -1)}
+    on_strata(other).strata.to_zarr(ours, mode="a", region=region)
+    other.to_zarr(ref, mode="a", region=region)
+    assert same_stores(ours, ref).attrs == {"title": "patched"}
+
+
+@pytest.mark.parametrize("writer", ["strata", "xarray"])
+def test_accessor_append_twice_matches_xarray(tmp_path, rng, computes, writer):
+    parts = [weather(rng, "2020-01-01", 6), weather(rng, "2020-01-02 12:00", 6),
+             weather(rng, "2020-01-04", 3)]
+    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
+    write_base(parts[0], ours, writer)
+    parts[0].to_zarr(ref, encoding=WEATHER_ENCODING)
+    for n, part in enumerate(parts[1:], start=2):
+        computes.reset()
+        on_strata(part).strata.to_zarr(ours, append_dim="time")
+        assert computes.n == 1
+        part.to_zarr(ref, append_dim="time")
+        got = same_stores(ours, ref)
+        whole = xr.concat(parts[:n], "time", data_vars="minimal", coords="minimal",
+                          compat="override")
+        assert got.sizes["time"] == whole.sizes["time"]
+        np.testing.assert_array_equal(got.time.values, whole.time.values)
+        np.testing.assert_array_equal(got.t.values, whole.t.values)
+        np.testing.assert_array_equal(got.q.values, whole.q.values)
+        np.testing.assert_allclose(got.packed.values, whole.packed.values, atol=0.051)
+        # Variables without the append dimension are rewritten, as xarray does.
+        np.testing.assert_array_equal(got.land.values, part.land.values)
+    with open(os.path.join(ours, ".zmetadata")) as f:
+        assert json.load(f)["metadata"]["t/.zarray"]["shape"] == [15, 4, 6]
+    assert leftovers(ours) == []
+
+
+def test_accessor_append_new_variables_dataarray_and_v3(tmp_path, rng):
+    base = weather(rng, "2020-01-01", 5)
+    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
+    on_strata(base).strata.to_zarr(ours, consolidated=None)
+    base.to_zarr(ref)
+    assert os.path.exists(os.path.join(ours, ".zmetadata")), "None consolidates, as xarray's"
+    # mode="a" adds variables (and rewrites existing ones) without appending.
+    extra = base[["t"]].assign(wind=base.t * 0 + 3.0).assign_coords(label=("lon", list("abcdef")))
+    on_strata(extra).strata.to_zarr(ours, mode="a")
+    extra.to_zarr(ref, mode="a")
+    same_stores(ours, ref)
+    # The DataArray accessor takes the same arguments.
+    more = weather(rng, "2020-01-02 06:00", 2)
+    ours, ref = str(tmp_path / "ours_da.zarr"), str(tmp_path / "ref_da.zarr")
+    on_strata(base).t.strata.to_zarr(ours)
+    base.t.to_dataset().to_zarr(ref)
+    on_strata(more).t.strata.to_zarr(ours, append_dim="time")
+    more.t.to_dataset().to_zarr(ref, append_dim="time")
+    assert same_stores(ours, ref).sizes["time"] == 7
+    # Zarr v3 (strata's reader; zarr-python 2 has no v3): append and backfill
+    # (strings are written by zarr-python, to v2 only).
+    base, more = base.drop_vars("country"), more.drop_vars("country")
+    v3 = str(tmp_path / "v3.zarr")
+    on_strata(base).strata.to_zarr(v3, zarr_format=3)
+    on_strata(more).strata.to_zarr(v3, append_dim="time")
+    patch = more.t.to_dataset() + 1
+    patch = patch.drop_vars(["lat", "lon", "station", "height"])
+    on_strata(patch).strata.to_zarr(v3, region={"time": slice(1, 3)})
+    got = sx.open_zarr(v3).strata.compute()
+    expected_t = np.concatenate([base.t.values, more.t.values])
+    expected_t[1:3] = more.t.values + 1
+    np.testing.assert_array_equal(got.t.values, expected_t)
+    expected_time = np.concatenate([base.time.values, more.time.values])
+    expected_time[1:3] = more.time.values   # the region's coordinate is written too
+    np.testing.assert_array_equal(got.time.values, expected_time)
+    with open(os.path.join(v3, "zarr.json")) as f:
+        group = json.load(f)
+    assert group["consolidated_metadata"]["metadata"]["t"]["shape"] == [7, 4, 6]
+
+
+def both_refuse(ours_path, ref_path, ds, exc, match, exact=True, **kwargs):
+    """The accessor and xarray's own to_zarr refuse the same write with the
+    same exception and message (exact=False: xarray checks variables in a set's
+    order, so which variable a message names may differ); neither store
+    changes."""
+    before, ref_before = store_files(ours_path), store_files(ref_path)
+    with pytest.raises(exc, match=match) as ours:
+        on_strata(ds).strata.to_zarr(ours_path, **kwargs)
+    with pytest.raises(exc, match=match) as theirs:
+        ds.to_zarr(ref_path, **kwargs)
+    if exact:
+        assert str(ours.value) == str(theirs.value)
+    assert store_files(ours_path) == before
+    assert store_files(ref_path) == ref_before
+
+
+def test_accessor_region_and_append_refusals_are_xarrays(tmp_path, rng):
+    base = weather(rng, "2020-01-01", 6)
+    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
+    on_strata(base).strata.to_zarr(ours)
+    base.to_zarr(ref)
+    only_time = base.drop_vars(["lat", "lon", "land", "station", "country", "height"])
+    part = only_time.isel(time=slice(0, 2))
+
+    def refuse(ds, exc, match, **kwargs):
+        both_refuse(ours, ref, ds, exc, match, **kwargs)
+
+    sizes = "already exists with different dimension sizes"
+    refuse(part, TypeError, "must be a dict", region=[slice(0, 2)])
+    refuse(part, ValueError, "not in Dataset dimensions", region={"nope": slice(0, 2)})
+    refuse(part, TypeError, "must be slice objects", region={"time": 0})
+    refuse(part, ValueError, "step on all slices", region={"time": slice(0, 4, 2)})
+    refuse(base.isel(time=slice(0, 2)), ValueError, r"drop_vars\(\['land', 'lat', 'lon'",
+           region={"time": slice(0, 2)})
+    refuse(part, ValueError, "cannot set region unless", mode="w", region={"time": slice(0, 2)})
+    refuse(part, ValueError, "cannot set append_dim unless", mode="r+", append_dim="time")
+    refuse(part, ValueError, "only supported options for mode", mode="x")
+    refuse(part, ValueError, "both ``append_dim`` and ``region``", append_dim="time",
+           region={"time": slice(0, 2)})
+    refuse(part, ValueError, sizes, exact=False, region={"time": slice(0, 3)})
+    refuse(part, ValueError, sizes, exact=False, region={"time": slice(5, 7)})
+    refuse(base.isel(lat=slice(0, 2)), ValueError, sizes, exact=False, append_dim="time")
+    refuse(part, ValueError, "does not match any existing dataset dimensions",
+           append_dim="step")
+    refuse(part.assign(new=part.t), ValueError, "non-pre-existing variables", mode="r+",
+           region={"time": slice(0, 2)})
+    refuse(part, ValueError, "already exists, but encoding was provided", append_dim="time",
+           encoding={"t": {"dtype": "float32"}})
+    refuse(part.rename_dims(lat="y"), ValueError, "different dimension names", exact=False,
+           append_dim="time")
+    # Where xarray's own messages differ or it has none.
+    before = store_files(ours)
+    with pytest.raises(NotImplementedError, match="region= with append_dim="):
+        on_strata(part.drop_vars("time")).strata.to_zarr(
+            ours, mode="a", append_dim="time", region={"lat": slice(0, 4)})
+    with pytest.raises(FileNotFoundError, match="no Zarr group"):
+        on_strata(part).strata.to_zarr(str(tmp_path / "missing.zarr"),
+                                       region={"time": slice(0, 2)})
+    with pytest.raises(ValueError, match="does not match any existing dataset dimensions"):
+        on_strata(part).strata.to_zarr(str(tmp_path / "missing.zarr"), append_dim="time")
+    assert not os.path.exists(tmp_path / "missing.zarr")
+    with pytest.raises(ValueError, match="Zarr v2 group"):
+        on_strata(part).strata.to_zarr(ours, append_dim="time", zarr_format=3)
+    with pytest.raises(NotImplementedError, match="compute=False"):
+        on_strata(part).strata.to_zarr(ours, append_dim="time", compute=False)
+    # zarr-python would cut "fra" to the stored <U2's "fr" (xarray does not check coordinates).
+    longer = base.isel(time=slice(0, 2)).assign_coords(country=("lon", np.array(["fra"] * 6)))
+    with pytest.raises(ValueError, match="'country' is stored with dtype <U2, which would "
+                       "truncate"):
+        on_strata(longer).strata.to_zarr(ours, append_dim="time")
+    # Backfilling a store from itself is refused (it would read chunks it rewrites).
+    lazy = sx.open_zarr(ours)[["t"]].isel(time=slice(0, 2))
+    lazy = lazy.drop_vars(list(lazy.coords))
+    with pytest.raises(ValueError, match="(?i)read"):
+        (lazy * 2).strata.to_zarr(ours, region={"time": slice(2, 4)})
+    assert store_files(ours) == before
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_failed_append_puts_the_old_store_back(tmp_path, rng):
+    base = weather(rng, "2020-01-01", 6)
+    ours = str(tmp_path / "ours.zarr")
+    on_strata(base).strata.to_zarr(ours, encoding=WEATHER_ENCODING)
+    before = xr.open_zarr(ours).compute()
+    more = on_strata(weather(rng, "2020-01-02 12:00", 6))
+
+    seen = []
+
+    def fail_late(block, block_id=None):
+        if block_id[0] == 2:
+            # Fails once q's append is committed (its new shape written).
+            import time
+            for _ in range(200):
+                with open(os.path.join(ours, "q", ".zarray")) as f:
+                    seen.append(json.load(f)["shape"][0])
+                if seen[-1] == 12:
+                    break
+                time.sleep(0.05)
+            raise RuntimeError("a source that fails mid-write")
+        return block
+    more["new"] = more.q * 2
+    more["broken"] = more.t.copy(data=strata.map_blocks(fail_late, more.t.data,
+                                                        dtype="float64"))
+    with pytest.raises(RuntimeError, match="fails mid-write"):
+        more.strata.to_zarr(ours, append_dim="time")
+    assert seen[-1] == 12, "q had grown when the compute failed"
+    xr.testing.assert_identical(xr.open_zarr(ours).compute(), before)
+    xr.testing.assert_identical(sx.open_zarr(ours, consolidated=False).strata.compute(), before)
+    assert not os.path.exists(os.path.join(ours, "new"))
+    assert not os.path.exists(os.path.join(ours, "broken"))
+
+
+# ---------------------------------------------------------------- groupby
 
 def grouped_ops(plan_dict):
     return [o["op"] for o in plan_dict["ops"] if o["op"].startswith("groupby-") and
