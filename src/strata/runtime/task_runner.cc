@@ -383,23 +383,32 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     STRATA_CHECK(kept == nullptr || op.siblings.empty())
         << "op " << node.name << " has siblings under an executor that keeps blocks";
     frame.keep_sources = !op.siblings.empty();
+    // Every member is computed before any is published: a group superseded
+    // midway (its backup won) publishes nothing, as a single task does. The
+    // group's projection holds all its members' blocks at once.
+    std::vector<NDArray> outs;
+    outs.reserve(op.siblings.size() + 1);
     for (size_t m = 0; m <= op.siblings.size(); ++m) {
       frame.root = m == 0 ? task.op : op.siblings[m - 1];
-      const PlannedOp& member = plan_.ops()[frame.root];
-      STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(*member.node, block, frame));
-      if (m == op.siblings.size()) {
-        // Inputs are no longer needed.
-        frame.fetched.clear();
-        frame.sources.clear();
-      }
+      const Node& member = *plan_.ops()[frame.root].node;
+      STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(member, block, frame));
+      outs.push_back(std::move(out));
       STRATA_RETURN_IF_ERROR(check());
+    }
+    // Inputs are no longer needed.
+    frame.fetched.clear();
+    frame.sources.clear();
+    for (size_t m = 0; m <= op.siblings.size(); ++m) {
+      const int index = m == 0 ? task.op : op.siblings[m - 1];
+      const PlannedOp& member = plan_.ops()[index];
+      NDArray& out = outs[m];
       const bool keep = kept && KeepsBlock(member);
       if (member.output_slot >= 0 && !keep) {
         Box box = member.node->grid.BlockBox(block);
         CopyArray(out.view(), result_views_[member.output_slot].Slice(box));
       }
       if (member.tier != Tier::kNone && !(keep && member.tier == Tier::kMemory)) {
-        IntermediateStore& tier = *tiers_[frame.root];
+        IntermediateStore& tier = *tiers_[index];
         if (keep) {  // a result block that readers also find on disk
           STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
           STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
