@@ -33,25 +33,22 @@
 
 #include <algorithm>
 #include <array>
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
-#include <thread>
 #include <unordered_map>
 
 #include "strata/base/byte_size.h"
 #include "strata/base/mpi.h"
 #include "strata/base/system_info.h"
 #include "strata/runtime/dispatcher.h"
+#include "strata/runtime/mpi_rank_watch.h"
 #include "strata/runtime/mpi_tier.h"
 #include "strata/runtime/task_wire_internal.h"
 
 namespace strata {
 namespace {
 
+using internal_runtime::RankWatch;
 using internal_runtime::WireReply;
 using internal_runtime::WireRequest;
 
@@ -59,130 +56,7 @@ using internal_runtime::WireRequest;
 // owner rank of each block it reads, as int16) and the worker rank answers
 // with a WireReply.
 constexpr int kTagTask = 0x5401;
-constexpr int kTagReply = 0x5402;
-constexpr int kTagBeat = 0x5403;
-
-// Heartbeats between rank 0 and every other rank while tasks run, on a
-// thread of each rank (so a long task never silences its rank): rank 0 beats
-// to every rank and every rank to rank 0, every heartbeat_timeout / 10. A
-// rank that hears nothing from its peer for heartbeat_timeout (rank 0: from
-// one of the ranks; the others: from rank 0) ends the job. Stop ends the
-// exchange together, leaving no beat unreceived for a later compute: a rank
-// says bye to rank 0 and waits for its ack (MPI keeps the order of one
-// thread's messages to one rank, so every beat before the ack has been
-// received), and rank 0 stops once every rank said bye.
-//
-// Thread-safety: Start and Stop from one thread.
-class RankWatch {
- public:
-  explicit RankWatch(double timeout) : timeout_(timeout) {}
-  ~RankWatch() { Stop(); }
-  void Start() { thread_ = std::thread([this] { Loop(); }); }
-  void Stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  enum : int64_t { kBeat = 1, kBye = 2, kAck = 3 };
-  static const int64_t kMessages[4];
-
-  void Loop();
-  void Post(int to, int64_t what) {
-    Result<mpi::PendingSend> send =
-        mpi::StartSend(to, kTagBeat, std::as_bytes(std::span(&kMessages[what], 1)));
-    if (send.ok()) sends_.push_back(*std::move(send));
-  }
-  [[noreturn]] void Hung(int rank) {
-    std::fprintf(stderr,
-                 "strata: error: rank %d sent no heartbeat for %.1f s (heartbeat_timeout): it is "
-                 "hung or stopped, and an MPI job cannot go on without one of its ranks; ending "
-                 "the job (destinations stay incomplete: run the command again to finish)\n",
-                 rank, timeout_);
-    std::fflush(stderr);
-    mpi::Abort(1);
-    std::abort();
-  }
-
-  const double timeout_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  std::deque<mpi::PendingSend> sends_;  // the watch thread's
-  std::thread thread_;
-};
-
-const int64_t RankWatch::kMessages[4] = {0, kBeat, kBye, kAck};
-
-void RankWatch::Loop() {
-  using Clock = std::chrono::steady_clock;
-  const int rank = mpi::Rank();
-  const int ranks = mpi::Size();
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(std::clamp(timeout_ / 10, 0.01, 1.0)));
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(timeout_));
-  std::vector<Clock::time_point> heard(ranks, Clock::now());
-  std::vector<bool> gone(ranks, false);  // rank 0: said bye
-  Clock::time_point next_beat = Clock::now();
-  bool said_bye = false;
-  bool stopping = false;
-  while (true) {
-    {
-      // Until Stop, wake for the next beat; then poll for the bye/ack.
-      std::unique_lock lock(mu_);
-      const bool seen = stopping;
-      cv_.wait_until(lock, seen ? Clock::now() + std::chrono::milliseconds(1) : next_beat,
-                     [&] { return stopping_ && !seen; });
-      stopping = stopping_;
-    }
-    const Clock::time_point now = Clock::now();
-    if (rank != 0 && stopping && !said_bye) {
-      Post(0, kBye);
-      said_bye = true;
-    }
-    if (now >= next_beat) {
-      next_beat = now + interval;
-      for (int r = 0; r < ranks; ++r) {
-        if (r == rank || (rank != 0 && r != 0) || gone[r] || said_bye) continue;
-        Post(r, kBeat);
-      }
-    }
-    std::vector<std::byte> message;
-    int from = -1;
-    bool acked = false;
-    while (true) {
-      Result<bool> got = mpi::TryReceiveAny(rank == 0 ? -1 : 0, kTagBeat, &from, &message);
-      if (!got.ok() || !*got) break;
-      int64_t what = 0;
-      if (message.size() == sizeof what) std::memcpy(&what, message.data(), sizeof what);
-      heard[from] = Clock::now();
-      if (rank == 0 && what == kBye) {
-        gone[from] = true;
-        Post(from, kAck);
-      }
-      acked = acked || (rank != 0 && what == kAck);
-    }
-    while (!sends_.empty()) {
-      Result<bool> done = sends_.front().Test();
-      if (done.ok() && !*done) break;
-      sends_.pop_front();
-    }
-    for (int r = 0; r < ranks; ++r) {
-      if (r == rank || (rank != 0 && r != 0) || gone[r]) continue;
-      if (Clock::now() - heard[r] > timeout) Hung(r);
-    }
-    const bool all_gone = std::count(gone.begin() + 1, gone.end(), true) == ranks - 1;
-    if ((rank == 0 && stopping && all_gone) || acked) break;
-  }
-  for (mpi::PendingSend& send : sends_) send.Finish().IgnoreError();
-  sends_.clear();
-}
+constexpr int kTagReply = 0x5402;  // (and 0x5403: RankWatch's heartbeats)
 
 // Which rank holds each live memory-tier block, as this rank knows it: on
 // rank 0 every produced block until it is erased; elsewhere the inputs of the
