@@ -11,6 +11,8 @@ packages=(
   libblosc-dev libzstd-dev liblz4-dev zlib1g-dev libbz2-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libcurl4-openssl-dev
+  # strata.linalg's decompositions (src/strata/core/kernels/lapack.cc)
+  liblapack-dev
   clang libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
   # ip netns and unshare: the simulated hosts of tests/interop/test_mpi_hosts.py
