@@ -831,6 +831,34 @@ Status CheckBloscCname(const std::string& cname, const Doc& doc) {
   return Status::Ok();
 }
 
+// The numcodecs codecs Strata reads (ParseNumcodecsCodec).
+constexpr std::string_view kNumcodecsRead[] = {"blosc", "zstd",    "zlib",    "gzip",
+                                               "bz2",   "lz4",     "crc32",   "adler32",
+                                               "crc32c", "fletcher32", "shuffle"};
+
+bool ReadsNumcodecsCodec(std::string_view id) {
+  return std::find(std::begin(kNumcodecsRead), std::end(kNumcodecsRead), id) !=
+         std::end(kNumcodecsRead);
+}
+
+// A numcodecs codec Strata does not read, refused by its name wherever it
+// sits (a v2 compressor or filter, a v3 "numcodecs.<id>" codec of any
+// stage), before anything about its place or configuration is checked: the
+// message names the codec, not a symptom of it.
+Status RefuseNumcodecsCodec(std::string_view id, std::string_view field, const Doc& doc) {
+  std::string_view kind = "";
+  if (id == "delta" || id == "fixedscaleoffset" || id == "bitround" || id == "quantize" ||
+      id == "packbits" || id == "categorize" || id == "astype" || id == "bitshuffle") {
+    kind = "an array filter: ";
+  } else if (id == "pcodec" || id == "zfpy" || id == "zfp") {
+    kind = "a numeric compressor: ";
+  }
+  return InvalidArgumentError(fmt::format(
+      "codec '{}' is not supported ({}{} in {}; Strata reads the numcodecs codecs blosc, zstd, "
+      "zlib, gzip, bz2, lz4, crc32, adler32, crc32c, fletcher32 and shuffle)",
+      id, kind, field, doc.name));
+}
+
 // A numcodecs codec from its configuration object (the v2 "compressor" or a
 // "filters" entry, with its "id"; or the configuration of a v3
 // "numcodecs.<id>" codec with the id added), with numcodecs' defaults for
@@ -928,10 +956,7 @@ Result<BytesCodecSpec> ParseNumcodecsCodec(const OrderedJson& value, std::string
     STRATA_ASSIGN_OR_RETURN(spec.elementsize, read_int("elementsize", 0, 1 << 16, spec.elementsize));
     return BytesCodecSpec(spec);
   }
-  return InvalidArgumentError(fmt::format(
-      "unsupported codec '{}' ({}) in {} (Strata reads the numcodecs codecs blosc, zstd, zlib, "
-      "gzip, bz2, lz4, crc32, adler32, crc32c, fletcher32 and shuffle)",
-      id, field, doc.name));
+  return RefuseNumcodecsCodec(id, field, doc);
 }
 
 // BloscSpec spells "the element size" as typesize 0, so that the same codec
@@ -1323,9 +1348,12 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       // zarr-python 3's numcodecs adapters: {"name": "numcodecs.zlib",
       // "configuration": {"level": 1}}, the configuration being numcodecs'
       // own minus its id. Only bytes -> bytes ones exist here.
+      const std::string id = codec.name.substr(std::string_view("numcodecs.").size());
+      // pcodec and zfpy stand where 'bytes' does, delta before it: their
+      // name is the error, not their place.
+      if (!ReadsNumcodecsCodec(id)) return RefuseNumcodecsCodec(id, field, doc);
       STRATA_RETURN_IF_ERROR(must_follow_bytes());
       OrderedJson numcodecs_config = config;
-      const std::string id = codec.name.substr(std::string_view("numcodecs.").size());
       if (const OrderedJson* given = Find(config, "id"); given != nullptr && *given != id) {
         return doc.Invalid("codec '{}' has a configuration 'id' {}", codec.name, Excerpt(*given));
       }
@@ -1335,10 +1363,10 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       encoding.bytes_codecs.push_back(std::move(spec));
     } else {
       return InvalidArgumentError(fmt::format(
-          "unsupported codec '{}' in {} (Strata supports transpose, bytes, blosc, "
-          "gzip, zstd, crc32c and numcodecs.{{blosc, zstd, zlib, gzip, bz2, lz4, crc32, adler32, "
-          "crc32c, fletcher32, shuffle}})",
-          codec.name, doc.name));
+          "codec '{}' is not supported ({} in {}; Strata supports transpose, bytes, blosc, "
+          "gzip, zstd, crc32c, sharding_indexed and numcodecs.{{blosc, zstd, zlib, gzip, bz2, "
+          "lz4, crc32, adler32, crc32c, fletcher32, shuffle}})",
+          codec.name, field, doc.name));
     }
   }
   if (stage != Stage::kBytesToBytes) {

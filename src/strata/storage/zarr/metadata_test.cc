@@ -1153,7 +1153,7 @@ TEST(ZarrV2MetadataTest, SpecExampleWithDeltaFilterIsRefused) {
         "zarr_format": 2
     })";
   EXPECT_STATUS(ParseZarrV2ArrayMetadata(kSpecExample, "").status(), StatusCode::kInvalidArgument,
-                "unsupported codec 'delta' (filters[0]) in .zarray");
+                "codec 'delta' is not supported (an array filter: filters[0] in .zarray");
   // Without the filter it is a valid array; blocksize defaults to 0 as in numcodecs.
   json doc = json::parse(kSpecExample);
   doc["filters"] = nullptr;
@@ -1477,7 +1477,7 @@ TEST(ZarrV2MetadataTest, ErrorsNameTheFieldAndValue) {
        [](json& j) {
          j["compressor"] = {{"id", "lzma"}, {"preset", 1}};
        },
-       kInvalid, "unsupported codec 'lzma' (compressor) in .zarray"},
+       kInvalid, "codec 'lzma' is not supported (compressor in .zarray"},
       {"compressor string", [](json& j) { j["compressor"] = "blosc"; }, kInvalid,
        R"('compressor' must be null or an object with a string 'id', got "blosc")"},
       {"compressor without id", [](json& j) { j["compressor"].erase("id"); }, kInvalid,
@@ -1522,7 +1522,7 @@ TEST(ZarrV2MetadataTest, ErrorsNameTheFieldAndValue) {
        kInvalid, "'compressor.acceleration' must be an integer"},
       {"delta filter",
        [](json& j) { j["filters"] = json::parse(R"([{"id": "delta", "dtype": "<u1"}])"); },
-       kInvalid, "unsupported codec 'delta' (filters[0])"},
+       kInvalid, "codec 'delta' is not supported (an array filter: filters[0]"},
       {"filter without id", [](json& j) { j["filters"] = json::parse(R"([{"elementsize": 4}])"); },
        kInvalid, "'filters[0]' must be an object with a string 'id'"},
       {"filters not a list", [](json& j) { j["filters"] = "delta"; }, kInvalid,
@@ -2192,18 +2192,18 @@ TEST(ZarrV3MetadataTest, ErrorsNameTheFieldAndValue) {
        kInvalid, R"('bytes.endian' must be "little" or "big", got "native")"},
       {"unknown codec", codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                                    {"name": "bz2", "configuration": {}}])"),
-       kInvalid, "unsupported codec 'bz2'"},
+       kInvalid, "codec 'bz2' is not supported"},
       {"unknown numcodecs codec",
        codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                   {"name": "numcodecs.lzma", "configuration": {}}])"),
-       kInvalid, "unsupported codec 'lzma' (codecs[1])"},
+       kInvalid, "codec 'lzma' is not supported (codecs[1]"},
       {"numcodecs id mismatch",
        codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                   {"name": "numcodecs.zlib", "configuration": {"id": "gzip"}}])"),
        kInvalid, "codec 'numcodecs.zlib' has a configuration 'id' \"gzip\""},
       {"v2 codec name", codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                                    {"name": "zlib", "configuration": {"level": 1}}])"),
-       kInvalid, "unsupported codec 'zlib'"},
+       kInvalid, "codec 'zlib' is not supported"},
       {"sharding", codecs(R"([{"name": "sharding_indexed", "configuration": {}}])"), kInvalid,
        "missing required field 'codecs[0].configuration.chunk_shape'"},
       {"nested sharding", codecs(R"([{"name": "sharding_indexed", "configuration": {

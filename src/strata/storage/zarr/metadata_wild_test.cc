@@ -129,7 +129,8 @@ TEST(ZarrV2FiltersTest, BytesFiltersComeBeforeTheCompressor) {
       ParseZarrV2ArrayMetadata(
           V2Array("<i4", "0", "null", R"([{"id": "fixedscaleoffset", "offset": 0}])"), "")
           .status(),
-      StatusCode::kInvalidArgument, "unsupported codec 'fixedscaleoffset' (filters[0])");
+      StatusCode::kInvalidArgument,
+      "codec 'fixedscaleoffset' is not supported (an array filter: filters[0]");
 }
 
 TEST(StorageDTypesTest, Float16) {
@@ -244,6 +245,95 @@ TEST(OldFormsTest, BoolFillAsNumberAndTransposeAsCOrF) {
   Result<ArrayMetadata> c = ParseZarrV3ArrayMetadata(c_order);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->encoding.transpose.empty());
+}
+
+// Codecs Strata does not read are refused by their name, in one line, both as
+// zarr-python 2 writes them (v2 compressor or filter) and as zarr-python 3
+// does (v3 "numcodecs.<id>" in the stage the codec belongs to: pcodec and
+// zfpy in place of 'bytes', delta and the other array filters before it,
+// lzma after it), never with an error about the codec's place.
+struct RefusedCodec {
+  const char* id;
+  const char* v2_config;  // numcodecs' configuration, with its id
+  bool v2_filter;         // written as a filter (else as the compressor)
+  const char* v3_codecs;  // the v3 codecs list
+  const char* v3_kind;    // how the message names its kind ("" for none)
+};
+
+class RefusedCodecTest : public ::testing::TestWithParam<RefusedCodec> {};
+
+TEST_P(RefusedCodecTest, IsRefusedByNameInV2AndV3) {
+  const RefusedCodec& c = GetParam();
+  const std::string expected = fmt::format("codec '{}' is not supported ({}", c.id, c.v3_kind);
+  const std::string v2 = c.v2_filter ? V2Array("<i4", "0", "null", fmt::format("[{}]", c.v2_config))
+                                     : V2Array("<i4", "0", c.v2_config, "null");
+  Result<ArrayMetadata> m2 = ParseZarrV2ArrayMetadata(v2, "");
+  EXPECT_STATUS_HAS(m2.status(), StatusCode::kInvalidArgument, expected);
+  EXPECT_STATUS_HAS(m2.status(), StatusCode::kInvalidArgument,
+                    c.v2_filter ? "filters[0] in .zarray" : "compressor in .zarray");
+  EXPECT_EQ(m2.status().message().find('\n'), std::string_view::npos);
+  Result<ArrayMetadata> m3 = ParseZarrV3ArrayMetadata(V3Array("\"int32\"", "0", c.v3_codecs));
+  EXPECT_STATUS_HAS(m3.status(), StatusCode::kInvalidArgument, expected);
+  EXPECT_STATUS_HAS(m3.status(), StatusCode::kInvalidArgument, "in zarr.json");
+  EXPECT_EQ(m3.status().message().find("must come after"), std::string_view::npos)
+      << m3.status().message();
+  EXPECT_EQ(m3.status().message().find('\n'), std::string_view::npos);
+}
+
+
+INSTANTIATE_TEST_SUITE_P(
+    WildCodecs, RefusedCodecTest,
+    ::testing::Values(
+        RefusedCodec{"pcodec",
+                     R"({"id": "pcodec", "level": 8, "mode_spec": "auto", "delta_spec": "auto",
+                         "paging_spec": "equal_pages_up_to", "delta_encoding_order": null,
+                         "equal_pages_up_to": 262144})",
+                     false,
+                     R"([{"name": "numcodecs.pcodec", "configuration": {"level": 8,
+                         "mode_spec": "auto", "delta_spec": "auto",
+                         "paging_spec": "equal_pages_up_to", "delta_encoding_order": null,
+                         "equal_pages_up_to": 262144}}])",
+                     "a numeric compressor: "},
+        RefusedCodec{"zfpy", R"({"id": "zfpy", "mode": 4, "tolerance": 0.01, "rate": -1,
+                                  "precision": -1})",
+                     false,
+                     R"([{"name": "numcodecs.zfpy", "configuration": {"mode": 4,
+                         "tolerance": 0.01, "rate": -1, "precision": -1}}])",
+                     "a numeric compressor: "},
+        RefusedCodec{"lzma", R"({"id": "lzma", "format": 1, "check": -1, "preset": null,
+                                  "filters": null})",
+                     false,
+                     "[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}, "
+                     "{\"name\": \"numcodecs.lzma\", \"configuration\": {\"format\": 1}}]",
+                     ""},
+        RefusedCodec{"delta", R"({"id": "delta", "dtype": "<i4"})", true,
+                     "[{\"name\": \"numcodecs.delta\", \"configuration\": {\"dtype\": "
+                     "\"<i4\"}}, {\"name\": \"bytes\", \"configuration\": {\"endian\": "
+                     "\"little\"}}]",
+                     "an array filter: "},
+        RefusedCodec{"fixedscaleoffset",
+                     R"({"id": "fixedscaleoffset", "offset": 0, "scale": 10, "dtype": "<i4"})",
+                     true,
+                     R"([{"name": "numcodecs.fixedscaleoffset", "configuration": {"offset": 0,
+                         "scale": 10, "dtype": "<i4"}},
+                         {"name": "bytes", "configuration": {"endian": "little"}}])",
+                     "an array filter: "},
+        RefusedCodec{"bitround", R"({"id": "bitround", "keepbits": 4})", true,
+                     R"([{"name": "numcodecs.bitround", "configuration": {"keepbits": 4}},
+                         {"name": "bytes", "configuration": {"endian": "little"}}])",
+                     "an array filter: "},
+        RefusedCodec{"quantize", R"({"id": "quantize", "digits": 2, "dtype": "<f8"})", true,
+                     R"([{"name": "numcodecs.quantize", "configuration": {"digits": 2}},
+                         {"name": "bytes", "configuration": {"endian": "little"}}])",
+                     "an array filter: "}),
+    [](const auto& info) { return std::string(info.param.id); });
+
+// A bare name no codec list of Strata's knows, in any stage: by name too.
+TEST(RefusedCodecNameTest, AnUnknownV3CodecIsRefusedByName) {
+  Result<ArrayMetadata> m = ParseZarrV3ArrayMetadata(
+      V3Array("\"int32\"", "0", R"([{"name": "pcodec", "configuration": {"level": 8}}])"));
+  EXPECT_STATUS_HAS(m.status(), StatusCode::kInvalidArgument,
+                    "codec 'pcodec' is not supported (codecs[0] in zarr.json");
 }
 
 }  // namespace
