@@ -10,7 +10,11 @@
 //   groupby-<op>      Finalize: the blocks and state axes dropped; shape S
 //                     with axis -> G, x's chunks on the other axes, G whole
 //
-// where G = num_groups and W the kernel's state width. One group state per
+// where G = num_groups and W the kernel's state width. When the labels are
+// known as the plan is built (host labels, or an in-memory label array) and
+// blocks name fewer than G groups each (months on blocks of days), the partial
+// holds states only for the groups each block names and they are merged per
+// group (SparseGroupbyReduce below). One group state per
 // block of x is (x's block over the other axes) x G x W values, so the budget
 // bounds G times the other axes' chunk size; states that cannot fit (one per
 // partial task, 5 per combine task) are refused when the array is built.
@@ -44,6 +48,217 @@ int ChooseGroupSplitEvery(int64_t state_block_bytes, const Spec& spec) {
   return static_cast<int>(std::clamp<int64_t>(fit, 2, GetTuning().max_split_every));
 }
 
+// Group labels known when the plan is built, with the groups each block of x
+// along the axis names (sorted, without negative labels) and each position's
+// slot among its block's groups (-1 for a negative label).
+struct BlockGroups {
+  std::vector<std::vector<int64_t>> groups;  // per block
+  std::vector<int64_t> slot;                 // per position along the axis
+  int64_t total_slots = 0;                   // sum over blocks of max(1, groups)
+};
+
+BlockGroups GroupsPerBlock(const std::vector<int64_t>& labels, const std::vector<Index>& sizes) {
+  BlockGroups b;
+  b.slot.assign(labels.size(), -1);
+  Index o = 0;
+  for (Index n : sizes) {
+    std::vector<int64_t> g;
+    for (Index i = o; i < o + n; ++i) {
+      if (labels[i] >= 0) g.push_back(labels[i]);
+    }
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+    for (Index i = o; i < o + n; ++i) {
+      if (labels[i] >= 0) b.slot[i] = std::lower_bound(g.begin(), g.end(), labels[i]) - g.begin();
+    }
+    b.total_slots += std::max<int64_t>(1, static_cast<int64_t>(g.size()));
+    b.groups.push_back(std::move(g));
+    o += n;
+  }
+  return b;
+}
+
+// The sparse form of the map-reduce (used when the labels are known when the
+// plan is built and blocks name fewer groups than G, as months do on blocks
+// of days): block j's partial holds states only for the n_j groups its labels
+// name, so the partials of a time axis hold about one state per block instead
+// of G. Then, per group, the states of the blocks naming it are merged
+// split_every at a time (at least one round, so that every group ends in a
+// block of its own), and one finalize task assembles the G groups.
+//
+//   <op>-partial      x's shape with axis -> sum_j n_j (chunks n_j), plus W
+//   <op>-combine-k    axis -> one chunk (extent 1) per merged run of a group
+//   groupby-<op>      x's shape with axis -> G (whole), as the dense form
+Array SparseGroupbyReduce(const Array& x, int axis, const BlockGroups& bg, Index G,
+                          std::shared_ptr<const ReductionKernel> kernel, int split_every,
+                          const std::string& name, const Shape& out_shape) {
+  const int rank = x.ndim();
+  const int W = kernel->state_width();
+  const DType sdt = kernel->state_dtype();
+  const Index nb = x.chunks().grid_shape()[axis];
+  const DType idt = x.dtype();
+
+  // Partial.
+  std::vector<std::vector<Index>> psizes(rank + 1);
+  for (int a = 0; a < rank; ++a) psizes[a] = x.chunks().AxisChunkSizes(a);
+  psizes[axis].clear();
+  for (const auto& g : bg.groups) {
+    psizes[axis].push_back(std::max<Index>(1, static_cast<Index>(g.size())));
+  }
+  psizes[rank] = {W};
+  ChunkGrid pgrid = GridFromSizes(psizes);
+  InputMap pmap;
+  for (int a = 0; a < rank; ++a)
+    pmap.axes.push_back(AxisMap::Identity(a, x.chunks().grid_shape()[a]));
+  auto slots = std::make_shared<const std::vector<int64_t>>(bg.slot);
+  BlockFunction pfn = [kernel, slots, axis, sdt](const BlockRequest& r) -> Result<NDArray> {
+    STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+    const InputBlock& in = r.inputs[0][0];
+    std::span<const int64_t> block_slots =
+        std::span<const int64_t>(*slots).subspan(in.box.origin[axis], in.box.shape[axis]);
+    GroupPartial(*kernel, in.view, axis, block_slots, r.box.shape[axis], out.view(),
+                 in.box.origin[axis]);
+    return out;
+  };
+  // A block naming two groups is read by two combine tasks: computing the
+  // partial inside them would read and reduce x's block twice.
+  Array state =
+      MakeBlockwise(name + "-partial", pgrid.shape(), sdt, pgrid, {x}, {std::move(pmap)},
+                    std::move(pfn), kernel->ScratchBytes(x.chunksize()), x.spec(),
+                    NodeKind::kBlockwise, [](Node& node) { node.keep_materialized = true; });
+
+  // refs[g]: the (chunk along axis, slot in it) of group g's states.
+  std::vector<std::vector<std::pair<Index, Index>>> refs(G);
+  Index max_slots = 1;
+  for (Index j = 0; j < nb; ++j) {
+    const auto& g = bg.groups[j];
+    max_slots = std::max<Index>(max_slots, static_cast<Index>(g.size()));
+    for (size_t s = 0; s < g.size(); ++s) refs[g[s]].push_back({j, static_cast<Index>(s)});
+  }
+  // One group's state on one block of the other axes.
+  Shape slot_shape = x.chunksize();
+  slot_shape[axis] = 1;
+  slot_shape.push_back(W);
+  const int64_t slot_bytes = NumElements(slot_shape) * sdt.size();
+  int split = split_every;
+  if (split < 2) {
+    // Inputs (a block of up to max_slots states each), their gathered copy
+    // and the output.
+    const int64_t budget = TaskMemoryBudget(*x.spec());
+    const int64_t fit = (budget / std::max<int64_t>(1, slot_bytes) - 1) / (max_slots + 1);
+    split = static_cast<int>(std::clamp<int64_t>(fit, 2, GetTuning().max_split_every));
+  }
+  for (int round = 1;; ++round) {
+    bool last = true;
+    std::vector<std::vector<Index>> table;
+    auto runs = std::make_shared<std::vector<std::vector<std::pair<Index, Index>>>>();
+    std::vector<std::vector<std::pair<Index, Index>>> next(G);
+    for (Index g = 0; g < G; ++g) {
+      const auto& list = refs[g];
+      for (size_t k = 0; k < list.size(); k += split) {
+        const size_t end = std::min(list.size(), k + split);
+        runs->emplace_back(list.begin() + k, list.begin() + end);
+        table.emplace_back();
+        for (size_t i = k; i < end; ++i) table.back().push_back(list[i].first);
+        next[g].push_back({static_cast<Index>(table.size()) - 1, 0});
+      }
+      last = last && next[g].size() <= 1;
+    }
+    const Index items = static_cast<Index>(table.size());
+    std::vector<std::vector<Index>> sizes(rank + 1);
+    InputMap map;
+    for (int a = 0; a <= rank; ++a) {
+      const Index n = state.chunks().grid_shape()[a];
+      if (a == axis) {
+        sizes[a].assign(items, 1);
+        map.axes.push_back(AxisMap::Table(a, table, n));
+      } else {
+        sizes[a] = state.chunks().AxisChunkSizes(a);
+        map.axes.push_back(AxisMap::Identity(a, n));
+      }
+    }
+    BlockFunction fn = [kernel, sdt, axis, runs](const BlockRequest& r) -> Result<NDArray> {
+      const auto& run = (*runs)[r.block[axis]];
+      const auto& blocks = r.inputs[0];
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
+      Shape gshape = r.box.shape;
+      gshape[axis] = static_cast<Index>(blocks.size());
+      STRATA_ASSIGN_OR_RETURN(NDArray gathered, NDArray::Allocate(*r.pool, sdt, gshape));
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const Index chunk = blocks[i].block[axis];
+        auto it = std::find_if(run.begin(), run.end(),
+                               [chunk](const auto& ref) { return ref.first == chunk; });
+        STRATA_CHECK(it != run.end()) << "block " << chunk << " is not in its run";
+        Box from = Box::FromShape(blocks[i].view.shape());
+        from.origin[axis] = it->second;
+        from.shape[axis] = 1;
+        Box to = Box::FromShape(gshape);
+        to.origin[axis] = static_cast<Index>(i);
+        to.shape[axis] = 1;
+        CopyArray(blocks[i].view.Slice(from), gathered.view().Slice(to));
+      }
+      const int axes[] = {axis};
+      kernel->Combine(gathered.view(), axes, out.view());
+      return out;
+    };
+    const int64_t gathered = static_cast<int64_t>(split) * slot_bytes;
+    ChunkGrid grid = GridFromSizes(sizes);
+    state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
+                          {state}, {std::move(map)}, std::move(fn), gathered, x.spec());
+    refs = std::move(next);
+    if (last) break;
+  }
+
+  // Finalize: the G groups' states in one dense state (empty where a group
+  // has no element), then the kernel's Finalize.
+  std::vector<Index> present;  // the block of each present group's state
+  auto group_of = std::make_shared<std::vector<Index>>(state.chunks().grid_shape()[axis], -1);
+  for (Index g = 0; g < G; ++g) {
+    if (refs[g].empty()) continue;
+    present.push_back(refs[g][0].first);
+    (*group_of)[refs[g][0].first] = g;
+  }
+  std::vector<std::vector<Index>> out_sizes(rank);
+  InputMap map;
+  for (int a = 0; a < rank; ++a) {
+    const Index n = state.chunks().grid_shape()[a];
+    if (a == axis) {
+      out_sizes[a] = {G};
+      map.axes.push_back(AxisMap::Table(a, {present}, n));
+    } else {
+      out_sizes[a] = state.chunks().AxisChunkSizes(a);
+      map.axes.push_back(AxisMap::Identity(a, n));
+    }
+  }
+  map.axes.push_back(AxisMap::Fixed({0}, 1));
+  const DType rdt = kernel->result_dtype();
+  BlockFunction fn = [kernel, rdt, sdt, idt, axis, G,
+                      group_of](const BlockRequest& r) -> Result<NDArray> {
+    Shape dense_shape = r.box.shape;
+    dense_shape.push_back(kernel->state_width());
+    STRATA_ASSIGN_OR_RETURN(NDArray dense, NDArray::Allocate(*r.pool, sdt, dense_shape));
+    Shape empty_shape = r.box.shape;
+    empty_shape[axis] = 0;
+    STRATA_ASSIGN_OR_RETURN(NDArray empty, NDArray::Allocate(*r.pool, idt, empty_shape));
+    GroupPartial(*kernel, empty.view(), axis, {}, G, dense.view());
+    for (const InputBlock& b : r.inputs[0]) {
+      const Index g = (*group_of)[b.block[axis]];
+      STRATA_CHECK(g >= 0) << "block " << b.block[axis] << " holds no group";
+      Box to = Box::FromShape(dense_shape);
+      to.origin[axis] = g;
+      to.shape[axis] = 1;
+      CopyArray(b.view, dense.view().Slice(to));
+    }
+    STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, rdt, r.box.shape));
+    kernel->Finalize(dense.view(), out.view());
+    return out;
+  };
+  Shape dense_block = x.chunksize();
+  dense_block[axis] = G;
+  dense_block.push_back(W);
+  return MakeBlockwise(name, out_shape, rdt, GridFromSizes(out_sizes), {state}, {std::move(map)},
+                       std::move(fn), NumElements(dense_block) * sdt.size(), x.spec());
+}
 }  // namespace
 
 Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, ReduceOp op,
@@ -71,9 +286,23 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
   Index G = num_groups;
   std::shared_ptr<const std::vector<int64_t>> labels;
   Array label_array;
-  if (labels_in.array) {
+  GroupLabels host_labels;
+  if (labels_in.array && labels_in.array->node()->kind == NodeKind::kMemorySource &&
+      labels_in.array->ndim() == 1 && labels_in.array->shape()[0] == extent &&
+      labels_in.array->dtype().is_integer() && labels_in.array->node()->data) {
+    // Labels already in memory (asarray of a host array) are read here, as
+    // host labels: the plan can then use the groups each block names.
+    const NDArray& data = *labels_in.array->node()->data;
+    Result<NDArray> as64 = NDArray::Allocate(*MemoryPool::Default(), DTypeId::kInt64, {extent});
+    if (!as64.ok()) return Array::FromStatus(as64.status());
+    Status cast = Cast(data.view(), as64->view());
+    if (!cast.ok()) return Array::FromStatus(cast.WithContext("groupby_reduce: the labels"));
+    host_labels.host.assign(as64->values<int64_t>().begin(), as64->values<int64_t>().end());
+  }
+  const GroupLabels& labels_given = host_labels.host.empty() ? labels_in : host_labels;
+  if (labels_given.array) {
     // Labels as a (chunked, lazy) array: one per position along the axis.
-    label_array = *labels_in.array;
+    label_array = *labels_given.array;
     if (label_array.ndim() != 1 || label_array.shape()[0] != extent) {
       return fail(fmt::format("labels of shape {} given for axis {} of extent {}",
                               ShapeToString(label_array.shape()), axis, extent));
@@ -95,13 +324,13 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
     // The labels' blocks line up with x's along the axis.
     label_array = RechunkToGrid(label_array, GridFromSizes({x.chunks().AxisChunkSizes(axis)}));
   } else {
-    if (static_cast<Index>(labels_in.host.size()) != extent) {
-      return fail(fmt::format("{} labels given for axis {} of extent {}", labels_in.host.size(),
+    if (static_cast<Index>(labels_given.host.size()) != extent) {
+      return fail(fmt::format("{} labels given for axis {} of extent {}", labels_given.host.size(),
                               axis, extent));
     }
     int64_t max_label = -1;
-    for (size_t i = 0; i < labels_in.host.size(); ++i) {
-      const int64_t l = labels_in.host[i];
+    for (size_t i = 0; i < labels_given.host.size(); ++i) {
+      const int64_t l = labels_given.host[i];
       if (num_groups > 0 && l >= num_groups) {
         return fail(
             fmt::format("label {} at position {} is not below num_groups {}", l, i, num_groups));
@@ -109,7 +338,7 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
       max_label = std::max(max_label, l);
     }
     if (G == 0) G = max_label + 1;
-    labels = std::make_shared<const std::vector<int64_t>>(labels_in.host);
+    labels = std::make_shared<const std::vector<int64_t>>(labels_given.host);
   }
   if (split_every == 1 || split_every < 0) {
     return fail(fmt::format("split_every {} must be at least 2 (or 0 for automatic)", split_every));
@@ -163,6 +392,17 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
           "(now {}) or fewer groups",
           NumElements(other), G, W, sdt.name(), FormatBytes(state_block_bytes), merge,
           FormatBytes(spec.allowed_mem), FormatBytes(spec.reserved_mem), ShapeToString(other)));
+    }
+  }
+
+  // Labels known now: blocks that name fewer groups than G get the sparse
+  // form (fewer, smaller states).
+  if (labels && labels_in.sparse && nb > 0 && G > 0) {
+    const BlockGroups bg = GroupsPerBlock(*labels, x.chunks().AxisChunkSizes(axis));
+    bool any_group = false;
+    for (const auto& g : bg.groups) any_group = any_group || !g.empty();
+    if (any_group && bg.total_slots < nb * G) {
+      return SparseGroupbyReduce(x, axis, bg, G, kernel, split_every, name, out_shape);
     }
   }
 
@@ -305,11 +545,11 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
 }
 
 Array GroupbyReduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
-                    Index num_groups, int split_every) {
+                    Index num_groups, int split_every, bool sparse) {
   GroupbyOptions options;
   options.num_groups = num_groups;
   options.split_every = split_every;
-  return GroupbyReduce(x, GroupLabels{std::move(labels), std::nullopt}, axis, op, options);
+  return GroupbyReduce(x, GroupLabels{std::move(labels), std::nullopt, sparse}, axis, op, options);
 }
 
 }  // namespace internal_api

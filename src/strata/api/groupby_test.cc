@@ -186,7 +186,8 @@ TEST(GroupbyReduceTest, ManyCombineRounds) {
     ASSERT_TRUE(whole.ok());
     for (ReduceOp op : kOps) {
       SCOPED_TRACE(fmt::format("{} split_every {}", ReduceOpName(op), split));
-      Array r = internal_api::GroupbyReduce(x, labels, 0, op, 9, split);
+      // Dense states: one label per block would otherwise get sparse ones.
+      Array r = internal_api::GroupbyReduce(x, labels, 0, op, 9, split, /*sparse=*/false);
       Result<std::shared_ptr<const Plan>> p = plan({r});
       ASSERT_TRUE(p.ok()) << p.status().ToString();
       const std::string last_round =
@@ -204,6 +205,92 @@ TEST(GroupbyReduceTest, ManyCombineRounds) {
   Result<NDArray> got = compute(groupby_reduce(x, labels100, 0, ReduceOp::kSum, 5));
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   ExpectMatches(*got, Reference(ReduceOp::kSum, *whole, 0, labels100, 5), ReduceOp::kSum);
+}
+
+TEST(GroupbyReduceTest, BlocksNamingFewGroupsGetSparseStates) {
+  // Months on blocks of days: each block names one or two of the groups, so
+  // its partial holds states for those only (the dense form holds all G per
+  // block). Ragged blocks, skipped (-1) positions, a group with no position,
+  // NaN (skipped), host labels and labels as an in-memory array; results as
+  // the dense form's and the loops', within the memory contract, with less
+  // partial-state memory than the dense form.
+  const Shape shape = {61, 5};
+  std::vector<int64_t> labels(61);
+  for (Index i = 0; i < 61; ++i) labels[i] = i / 9;  // groups 0..6
+  labels[3] = labels[40] = -1;
+  const Index G = 8;  // group 7 has no position
+  NDArray lab = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kInt32, {61});
+  for (Index i = 0; i < 61; ++i) lab.data_as<int32_t>()[i] = static_cast<int32_t>(labels[i]);
+  Array clean = Data(shape, {4, 3}, DTypeId::kFloat64, 7);
+  Array x = where(clean > 0.8, Scalar(std::nan("")), clean);
+  Result<NDArray> whole = compute(clean);
+  ASSERT_TRUE(whole.ok());
+  // Bytes of the partial states (the "-partial" node of the graph).
+  auto partial_bytes = [](const Array& r) {
+    std::vector<const Node*> todo = {r.node().get()};
+    while (!todo.empty()) {
+      const Node* n = todo.back();
+      todo.pop_back();
+      if (n->op_name.find("-partial") != std::string::npos) return n->nbytes();
+      for (const auto& in : n->inputs) todo.push_back(in.get());
+    }
+    return int64_t{-1};
+  };
+  for (int split : {0, 2}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kCount, ReduceOp::kMin, ReduceOp::kMax,
+          ReduceOp::kVar, ReduceOp::kArgmin, ReduceOp::kFirst, ReduceOp::kLast}) {
+      SCOPED_TRACE(fmt::format("{} split_every {}", ReduceOpName(op), split));
+      auto run = [&](const Array& r, RecordingCallback& rec) {
+        ComputeOptions options;
+        options.callbacks.push_back(std::shared_ptr<RecordingCallback>(&rec, [](auto*) {}));
+        Result<NDArray> got = compute(r, options);
+        EXPECT_TRUE(got.ok()) << got.status().ToString();
+        rec.ExpectWithinBudget();
+        return got.ok() ? std::move(got).value() : NDArray();
+      };
+      RecordingCallback sparse_rec, dense_rec, array_rec;
+      GroupbyOptions o;
+      o.num_groups = G;
+      o.split_every = split;
+      const Array rs = internal_api::GroupbyReduce(x, labels, 0, op, G, split);
+      const Array rd = internal_api::GroupbyReduce(x, labels, 0, op, G, split, false);
+      const Array ra = groupby_reduce(x, testing_util::Lazy(lab, {7}), 0, op, o);
+      NDArray sparse = run(rs, sparse_rec);
+      NDArray dense = run(rd, dense_rec);
+      NDArray from_array = run(ra, array_rec);
+      ASSERT_EQ(sparse.shape(), Shape({G, 5}));
+      ASSERT_EQ(sparse.dtype(), dense.dtype());
+      NDArray a = AsFloat64(sparse), b = AsFloat64(dense), c = AsFloat64(from_array);
+      for (Index k = 0; k < a.num_elements(); ++k) {
+        const double va = a.data_as<double>()[k], vb = b.data_as<double>()[k];
+        if (std::isnan(vb)) {
+          ASSERT_TRUE(std::isnan(va)) << k;
+        } else {
+          ASSERT_NEAR(va, vb, 1e-12 * (1 + std::abs(vb))) << k;
+        }
+        ASSERT_TRUE(std::memcmp(&a.data_as<double>()[k], &c.data_as<double>()[k], 8) == 0) << k;
+      }
+      // 16 blocks of 4 days name 21 (block, group) pairs: 21 states, not 16 x 8.
+      EXPECT_GT(partial_bytes(rs), 0);
+      EXPECT_LT(partial_bytes(rs), partial_bytes(rd) / 4);
+      EXPECT_EQ(partial_bytes(ra), partial_bytes(rs));
+    }
+  }
+  // Without NaN, against the loops.
+  for (ReduceOp op : kOps) {
+    Result<NDArray> got = compute(internal_api::GroupbyReduce(clean, labels, 0, op, G, 2));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ExpectMatches(*got, Reference(op, *whole, 0, labels, G), op);
+  }
+  // Along a later axis, with many rounds (one-wide blocks, split 2).
+  Array y = Data({3, 40}, {2, 1}, DTypeId::kFloat64, 8);
+  std::vector<int64_t> along(40);
+  for (Index i = 0; i < 40; ++i) along[i] = i / 13;
+  Result<NDArray> ywhole = compute(y);
+  Result<NDArray> ygot = compute(internal_api::GroupbyReduce(y, along, 1, ReduceOp::kMean, 4, 2));
+  ASSERT_TRUE(ygot.ok()) << ygot.status().ToString();
+  ExpectMatches(*ygot, Reference(ReduceOp::kMean, *ywhole, 1, along, 4), ReduceOp::kMean);
 }
 
 TEST(GroupbyReduceTest, ZeroSizeAndAllSkippedInputs) {

@@ -93,14 +93,19 @@ Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& regi
 // groupby_reduce (strata.h) with the number of states merged per combine
 // round fixed (>= 2; 0 picks the most that fit in allowed_mem), so tests can
 // force many rounds. InvalidArgument for split_every 1 or negative.
+// `sparse` false keeps the dense group states (G per block) even where blocks
+// name fewer groups (tests of the dense tree).
 Array GroupbyReduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
-                    Index num_groups, int split_every);
+                    Index num_groups, int split_every, bool sparse = true);
 
 // Group labels on the host or as an array (exactly one is used: `array` when
 // set).
 struct GroupLabels {
   std::vector<int64_t> host;
   std::optional<Array> array;
+  // Labels known when the plan is built (host, or an in-memory array) may use
+  // sparse group states: block j holds states only for the groups it names.
+  bool sparse = true;
 };
 Array GroupbyReduce(const Array& x, const GroupLabels& labels, int axis, ReduceOp op,
                     const GroupbyOptions& options);
