@@ -194,6 +194,46 @@ TEST(ScansTest, TreeCarryReadsFewBlocksAndNeverRechunks) {
   }
 }
 
+TEST(ScansTest, DiffReadsTwoBlocksAndCopiesNeither) {
+  // diff along a chunked axis: each task holds its block and the next (for
+  // one row) and writes the output straight from them, with no assembled
+  // copy of the block; values against the element-wise difference, over a
+  // ragged last block, along the first and the last axis.
+  const Shape shape = {2300, 400};  // 1.6 MB blocks
+  Array x = random::random(shape, {500, 400}, 3, SmallSpec());
+  const NDArray whole = Compute(x);
+  for (int axis : {0, 1}) {
+    Array xi = axis == 0 ? x : x.rechunk({2300, 70});
+    auto rec = std::make_shared<testing_util::RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Result<NDArray> got = compute(diff(xi, axis), options);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    rec->ExpectWithinBudget();
+    const int64_t block = xi.node()->max_block_bytes();
+    int diff_tasks = 0;
+    for (const TaskEndEvent& e : rec->events) {
+      if (e.op_name != "diff") continue;
+      ++diff_tasks;
+      // reserved_mem (1MB) + two input blocks + the output block.
+      EXPECT_LE(e.projected_mem, 3 * block + (int64_t{1} << 20))
+          << "block " << ShapeToString(e.block);
+    }
+    EXPECT_GT(diff_tasks, 1);
+    Shape out_shape = shape;
+    out_shape[axis] -= 1;
+    ASSERT_EQ(got->shape(), out_shape);
+    for (Index i = 0; i < out_shape[0]; ++i) {
+      for (Index j = 0; j < out_shape[1]; ++j) {
+        const Index lo = i * shape[1] + j;
+        const Index hi = axis == 0 ? lo + shape[1] : lo + 1;
+        const double want = whole.data_as<double>()[hi] - whole.data_as<double>()[lo];
+        ASSERT_EQ(got->data_as<double>()[i * out_shape[1] + j], want) << i << " " << j;
+      }
+    }
+  }
+}
+
 TEST(SearchingTest, AgainstNumpy) {
   NumpyOracle np;
   std::vector<Case> cases;
