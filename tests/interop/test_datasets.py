@@ -133,6 +133,17 @@ def write_array(path, data, chunks, fill_value=0):
     return z
 
 
+def zarr_keys_only(path):
+    """What zarr-python lists in an array is its metadata and chunk keys only:
+    no lock file or other stray key of Strata's (issue 17)."""
+    store = zarr.DirectoryStore(str(path))
+    keys = sorted(store.keys())
+    stray = [k for k in keys if not (k in (".zarray", ".zattrs")
+                                     or all(p.isdigit() for p in k.split(".")))]
+    assert not stray, keys
+    return keys
+
+
 def test_write_region_backfills(strata, tmp_path):
     dst = tmp_path / "dst.zarr"
     base = np.full((20, 14), -1.0)
@@ -146,10 +157,12 @@ def test_write_region_backfills(strata, tmp_path):
     z = zarr.open_array(str(dst), mode="r")
     assert z.chunks == (6, 5)
     assert_same(z[...], expected)
+    zarr_keys_only(dst)  # the per-chunk lock file of the partial chunks is gone
     # Outside the array: an error, nothing changed.
     proc = strata("write-region", src, dst, "--at", "15,0", check=False)
     assert proc.returncode == 1 and "outside the array" in proc.stderr
     assert_same(zarr.open_array(str(dst), mode="r")[...], expected)
+    zarr_keys_only(dst)
 
 
 def test_write_region_from_itself_is_refused(strata, tmp_path):
@@ -195,3 +208,4 @@ def test_concurrent_region_writes_sharing_chunks_lose_nothing(strata, tmp_path):
                                        f"0,{5 * k}", "--quiet", "--workers", "2"]))
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
     assert_same(zarr.open_array(str(dst), mode="r")[...], expected)
+    zarr_keys_only(dst)  # the last writer removed the lock file

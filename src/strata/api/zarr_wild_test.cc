@@ -6,8 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "strata/api/test_util.h"
 #include "strata/base/process_info.h"
@@ -166,6 +172,95 @@ TEST(ToZarrFillValueTest, ANullFillValuePadsEdgeChunks) {
   ASSERT_TRUE(compute(to_zarr(x, path, options)).ok());
   EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), compute(x)->view()));
 }
+
+// The names in an array's directory, sorted.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Partial-chunk region writes lock each chunk on a file in the array's
+// directory (kChunkLockFile): it is gone once no writer uses it, after a
+// backfill that succeeded and after one that failed in the middle of a
+// read-modify-write, so a finished array holds Zarr's keys alone.
+TEST(RegionToZarrTest, NoChunkLockFileStaysInTheArray) {
+  TempDir dir("strata-region-locks");
+  const std::string path = dir.path() + "/a.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(full({8, 8}, Scalar(2.0), {4, 4}, {}, spec), path)).ok());
+  const std::vector<std::string> before = Names(path);
+  EXPECT_EQ(before, (std::vector<std::string>{".zarray", "0.0", "0.1", "1.0", "1.1"}));
+  // Rows [2, 6) x columns [1, 7): every chunk is covered only partly.
+  ToZarrOptions region;
+  region.region_origin = Shape{2, 1};
+  ASSERT_TRUE(compute(to_zarr(full({4, 6}, Scalar(5.0), {4, 6}, {}, spec), path, region)).ok());
+  EXPECT_EQ(Names(path), before);
+  NDArray got = ReadBack(path);
+  EXPECT_EQ(reinterpret_cast<const double*>(got.data())[2 * 8 + 1], 5.0);
+  EXPECT_EQ(reinterpret_cast<const double*>(got.data())[0], 2.0);
+
+  // A read-modify-write that fails: chunk 1.1 is corrupt.
+  std::ofstream(path + "/1.1", std::ios::trunc) << "not blosc";
+  Result<NDArray> failed =
+      compute(to_zarr(full({4, 6}, Scalar(7.0), {4, 6}, {}, spec), path, region));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(Names(path), before);
+
+  // One a killed writer left is removed by the next backfill, even one that
+  // covers whole chunks only; one a live writer holds a lock in stays.
+  std::filesystem::remove(path + "/1.1");
+  std::ofstream(path + "/" + std::string(kChunkLockFile)) << "";
+  region.region_origin = Shape{0, 0};
+  ASSERT_TRUE(compute(to_zarr(full({4, 4}, Scalar(1.0), {4, 4}, {}, spec), path, region)).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + "/" + std::string(kChunkLockFile)));
+  const std::string lock_path = path + "/" + std::string(kChunkLockFile);
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  struct flock held {};
+  held.l_type = F_WRLCK;
+  held.l_whence = SEEK_SET;
+  held.l_start = 3;
+  held.l_len = 1;
+  ASSERT_EQ(::fcntl(fd, F_OFD_SETLK, &held), 0);
+  ASSERT_TRUE(compute(to_zarr(full({4, 4}, Scalar(1.0), {4, 4}, {}, spec), path, region)).ok());
+  EXPECT_TRUE(std::filesystem::exists(lock_path)) << "removed under a live writer";
+  ::close(fd);
+  ASSERT_TRUE(compute(to_zarr(full({4, 4}, Scalar(1.0), {4, 4}, {}, spec), path, region)).ok());
+  EXPECT_FALSE(std::filesystem::exists(lock_path));
+}
+
+// Writers in several threads of one process, each read-modify-writing the
+// same chunks (neighbouring column strips): none is lost, and the lock file
+// is gone after.
+TEST(RegionToZarrTest, ConcurrentPartialWritersLoseNothingAndLeaveNoLockFile) {
+  TempDir dir("strata-region-concurrent");
+  const std::string path = dir.path() + "/a.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(zeros({16, 16}, {8, 8}, DType(DTypeId::kFloat64), spec), path)).ok());
+  std::vector<std::thread> writers;
+  std::atomic<int> failures{0};
+  for (int k = 0; k < 8; ++k) {
+    writers.emplace_back([&, k] {
+      ToZarrOptions region;
+      region.region_origin = Shape{0, 2 * k};
+      Array strip = full({16, 2}, Scalar(k + 1.0), {16, 2}, {}, spec);
+      if (!compute(to_zarr(strip, path, region)).ok()) ++failures;
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  NDArray got = ReadBack(path);
+  const double* v = reinterpret_cast<const double*>(got.data());
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 16; ++c) ASSERT_EQ(v[r * 16 + c], c / 2 + 1.0) << r << "," << c;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "/" + std::string(kChunkLockFile)));
+}
+
 
 TEST(RegionToZarrTest, ABackfillRemovesWhatAKilledBackfillLeftAndRefusesItsOwnSource) {
   TempDir dir("strata-region-litter");

@@ -58,6 +58,10 @@ namespace strata {
 inline constexpr std::string_view kIncompleteMarkerKey = ".strata-incomplete";
 // Under an incomplete array: the fill journal (see ZarrArray::Create).
 inline constexpr std::string_view kFillJournalPrefix = ".strata-fill/";
+// In a local array's directory while region writes read-modify-write its
+// chunks: the file their per-chunk locks are taken on (WriteRegion). It is
+// removed by the last writer that used it.
+inline constexpr std::string_view kChunkLockFile = ".strata-chunk-locks";
 
 class ZarrArray {
  public:
@@ -105,6 +109,9 @@ class ZarrArray {
   // since its last write), so that a rerun after a failed run knows them
   // done. OK when there is nothing to write or no journal.
   Status FlushFillJournal() const;
+  // Removes the chunk lock file a killed region writer left (kChunkLockFile),
+  // unless a live writer holds a lock in it. Local directories only.
+  void RemoveIdleChunkLockFile() const;
 
   // Finishes shard `block` (from BeginShard): stored, or, with no inner
   // chunk but fill values, not stored and recorded as fill.

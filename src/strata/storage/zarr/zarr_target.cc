@@ -72,6 +72,7 @@ Status ZarrTarget::Open() {
     STRATA_RETURN_IF_ERROR(at.store->ReclaimTempFiles(at.prefix.empty() ? "" : at.prefix + "/")
                                .WithContext(fmt::format("removing what an interrupted run left "
                                                         "in {}", array_->url())));
+    array_->RemoveIdleChunkLockFile();  // one a killed region writer left
   } else {
     ZarrArray::CreateOptions options;
     options.overwrite = overwrite_;
