@@ -36,7 +36,7 @@ from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
 from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401
 from ._compute import Plan, compute, map_blocks, plan, visualize  # noqa: F401
-from . import callbacks, diagnostics, random  # noqa: F401
+from . import callbacks, diagnostics, linalg, random  # noqa: F401
 from .callbacks import Callback  # noqa: F401
 from .diagnostics import HistoryCallback, TqdmProgressBar  # noqa: F401
 from ._spec import PYTHON_EXECUTORS as _PYTHON_EXECUTORS

@@ -17,8 +17,8 @@ class Info:
     def capabilities(self):
         # Boolean masks, nonzero and the unique_* functions give
         # data-dependent shapes: they compute what decides the shape first
-        # (eagerly, as Dask does with unknown chunks). There is no linalg
-        # extension.
+        # (eagerly, as Dask does with unknown chunks). The linalg extension
+        # is strata.linalg.
         return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": None}
 

@@ -90,6 +90,8 @@ py::array ViewToNumpy(const ConstArrayView& v, py::handle base);
 void RegisterArray(py::module_& m);
 // The operations of issue 16 and the data type functions (array_extras.cc).
 void RegisterArrayExtras(py::module_& m);
+// The `_strata.linalg` submodule (linalg.cc).
+void RegisterLinalg(py::module_& m);
 void RegisterCompute(py::module_& m);
 void RegisterDask(py::module_& m);
 

@@ -12,6 +12,7 @@ namespace strata::python {
 namespace {
 
 PyObject* g_plan_error = nullptr;
+PyObject* g_linalg_error = nullptr;
 
 std::mutex g_errors_mu;
 std::map<uint64_t, py::object>* g_errors = nullptr;  // guarded by g_errors_mu; leaked at exit
@@ -48,7 +49,10 @@ py::object TakePythonError(std::string_view message) {
 PyObject* ExceptionType(const Status& s, Phase phase) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
+      return PyExc_ValueError;
     case StatusCode::kFailedPrecondition:
+      // A matrix a linalg op cannot factor (api/linalg_extension.h).
+      if (s.message().find("linalg.") != std::string_view::npos) return g_linalg_error;
       return PyExc_ValueError;
     case StatusCode::kOutOfRange:
       return PyExc_IndexError;
@@ -121,6 +125,14 @@ void RegisterErrors(py::module_& m) {
       "the results do not fit in total_system_mem. Raised before anything runs.",
       bases.ptr(), nullptr);
   m.add_object("PlanError", py::handle(g_plan_error));
+  // numpy.linalg's name; a ValueError too, as the message is about the data.
+  g_linalg_error = PyErr_NewExceptionWithDoc(
+      "strata.linalg.LinAlgError",
+      "A matrix the linalg op cannot handle: singular (inv, solve, matrix_power with n < 0), not "
+      "positive definite (cholesky), or an SVD or eigensolver that did not converge. Raised by "
+      "the compute that meets it.",
+      PyExc_ValueError, nullptr);
+  m.add_object("LinAlgError", py::handle(g_linalg_error));
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -6,6 +6,7 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterErrors(m);
   strata::python::RegisterArray(m);
   strata::python::RegisterArrayExtras(m);
+  strata::python::RegisterLinalg(m);
   strata::python::RegisterCompute(m);
   strata::python::RegisterDask(m);
 }
