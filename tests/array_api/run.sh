@@ -19,6 +19,9 @@
 # (the suite's conftest needs its `json_metadata` fixture); the second is not
 # loaded (the suite's hook for it is optional). Strata's skips are in
 # skips.txt, each with its reason.
+#
+# The issue's command disables the linalg extension; WITH_LINALG=1 runs it
+# too (test_linalg.py against strata.linalg), as the README reports.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 suite="$1"; ndindex="$2"; module="${3:-strata}"; shift $(( $# >= 3 ? 3 : $# ))
@@ -26,6 +29,8 @@ repo="$(cd "$here/../.." && pwd)"
 build="${STRATA_PYTHON_BUILD:-$repo/build/release/python}"
 
 skips=()
+linalg=(--disable-extension linalg)
+if [[ "${WITH_LINALG:-0}" == 1 ]]; then linalg=(); fi
 if [[ "$module" == strata ]]; then skips=(--skips-file "$here/skips.txt"); fi
 
 # A debug (ASan) build's module needs ASan's runtime loaded first, as ctest
@@ -41,4 +46,4 @@ export ARRAY_API_TESTS_VERSION=2021.12
 export PYTHONPATH="$build:$ndindex:$here/shims${PYTHONPATH:+:$PYTHONPATH}"
 exec /usr/bin/python3 -m pytest array_api_tests/ -p pytest_jsonreport -p no:cacheprovider \
   --max-examples=2 --disable-deadline --disable-data-dependent-shapes \
-  --disable-extension linalg -q -rN "${skips[@]}" "$@"
+  "${linalg[@]}" -q -rN "${skips[@]}" "$@"
