@@ -72,6 +72,72 @@ def test_unsupported_filter(strata, tmp_path):
     run_copy_expecting(strata, src, tmp_path / "dst.zarr", 1, "delta")
 
 
+# Codecs Strata does not read, in metadata-only arrays made by hand as
+# zarr-python 2 (v2) and 3 (v3, numcodecs.* names in their stage) write them:
+# refused by name in one line, not with an error about something else.
+V3_REFUSED_CODECS = {
+    "pcodec": [{"name": "numcodecs.pcodec", "configuration": {
+        "level": 8, "mode_spec": "auto", "delta_spec": "auto",
+        "paging_spec": "equal_pages_up_to", "delta_encoding_order": None,
+        "equal_pages_up_to": 262144}}],
+    "zfpy": [{"name": "numcodecs.zfpy", "configuration": {
+        "mode": 4, "tolerance": 0.01, "rate": -1, "precision": -1}}],
+    "lzma": [{"name": "bytes", "configuration": {"endian": "little"}},
+             {"name": "numcodecs.lzma", "configuration": {"format": 1, "check": -1,
+                                                          "preset": None, "filters": None}}],
+    "delta": [{"name": "numcodecs.delta", "configuration": {"dtype": "<f8"}},
+              {"name": "bytes", "configuration": {"endian": "little"}}],
+    "fixedscaleoffset": [{"name": "numcodecs.fixedscaleoffset",
+                          "configuration": {"offset": 0, "scale": 10, "dtype": "<f8"}},
+                         {"name": "bytes", "configuration": {"endian": "little"}}],
+    "bitround": [{"name": "numcodecs.bitround", "configuration": {"keepbits": 4}},
+                 {"name": "bytes", "configuration": {"endian": "little"}}],
+}
+V2_REFUSED_CODECS = {
+    "pcodec": ("compressor", {"id": "pcodec", "level": 8}),
+    "zfpy": ("compressor", {"id": "zfpy", "mode": 4, "tolerance": 0.01}),
+    "lzma": ("compressor", {"id": "lzma", "format": 1, "check": -1, "preset": None,
+                            "filters": None}),
+    "delta": ("filters", [{"id": "delta", "dtype": "<f8"}]),
+    "fixedscaleoffset": ("filters", [{"id": "fixedscaleoffset", "offset": 0, "scale": 10,
+                                      "dtype": "<f8"}]),
+    "bitround": ("filters", [{"id": "bitround", "keepbits": 4}]),
+}
+
+
+@pytest.mark.parametrize("codec", sorted(V2_REFUSED_CODECS))
+def test_refused_codec_v2(strata, tmp_path, codec):
+    src = tmp_path / "src.zarr"
+    src.mkdir()
+    field, value = V2_REFUSED_CODECS[codec]
+    meta = {"zarr_format": 2, "shape": [10, 6], "chunks": [4, 3], "dtype": "<f8",
+            "compressor": None, "filters": None, "fill_value": 0.0, "order": "C"}
+    meta[field] = value
+    (src / ".zarray").write_text(json.dumps(meta))
+    for verb in ("info", "copy"):
+        args = (verb, src) if verb == "info" else (verb, src, tmp_path / "dst.zarr")
+        proc = strata(*args, check=False)
+        assert_clean_failure(proc, 1, f"codec '{codec}' is not supported")
+    assert_no_finished_output(tmp_path / "dst.zarr")
+
+
+@pytest.mark.parametrize("codec", sorted(V3_REFUSED_CODECS))
+def test_refused_codec_v3(strata, tmp_path, codec):
+    src = tmp_path / "src.zarr"
+    src.mkdir()
+    meta = {"zarr_format": 3, "node_type": "array", "shape": [10, 6], "data_type": "float64",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 3]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0.0,
+            "codecs": V3_REFUSED_CODECS[codec]}
+    (src / "zarr.json").write_text(json.dumps(meta))
+    for verb in ("info", "copy"):
+        args = (verb, src) if verb == "info" else (verb, src, tmp_path / "dst.zarr")
+        proc = strata(*args, check=False)
+        assert_clean_failure(proc, 1, f"codec 'numcodecs.{codec}' is not supported")
+        assert "must come after" not in proc.stderr
+    assert_no_finished_output(tmp_path / "dst.zarr")
+
+
 def test_truncated_compressed_chunk(strata, tmp_path):
     src = make_source(tmp_path / "src.zarr")
     chunk = src / "1.1"

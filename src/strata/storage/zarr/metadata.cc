@@ -845,7 +845,10 @@ bool ReadsNumcodecsCodec(std::string_view id) {
 // sits (a v2 compressor or filter, a v3 "numcodecs.<id>" codec of any
 // stage), before anything about its place or configuration is checked: the
 // message names the codec, not a symptom of it.
-Status RefuseNumcodecsCodec(std::string_view id, std::string_view field, const Doc& doc) {
+// `name`: as the document spells it ("pcodec" in v2, "numcodecs.pcodec" in
+// v3); empty: the id.
+Status RefuseNumcodecsCodec(std::string_view id, std::string_view field, const Doc& doc,
+                            std::string_view name = {}) {
   std::string_view kind = "";
   if (id == "delta" || id == "fixedscaleoffset" || id == "bitround" || id == "quantize" ||
       id == "packbits" || id == "categorize" || id == "astype" || id == "bitshuffle") {
@@ -856,7 +859,7 @@ Status RefuseNumcodecsCodec(std::string_view id, std::string_view field, const D
   return InvalidArgumentError(fmt::format(
       "codec '{}' is not supported ({}{} in {}; Strata reads the numcodecs codecs blosc, zstd, "
       "zlib, gzip, bz2, lz4, crc32, adler32, crc32c, fletcher32 and shuffle)",
-      id, kind, field, doc.name));
+      name.empty() ? id : name, kind, field, doc.name));
 }
 
 // A numcodecs codec from its configuration object (the v2 "compressor" or a
@@ -1351,7 +1354,7 @@ Status ParseV3Codecs(const OrderedJson& value, int rank, ChunkEncoding& encoding
       const std::string id = codec.name.substr(std::string_view("numcodecs.").size());
       // pcodec and zfpy stand where 'bytes' does, delta before it: their
       // name is the error, not their place.
-      if (!ReadsNumcodecsCodec(id)) return RefuseNumcodecsCodec(id, field, doc);
+      if (!ReadsNumcodecsCodec(id)) return RefuseNumcodecsCodec(id, field, doc, codec.name);
       STRATA_RETURN_IF_ERROR(must_follow_bytes());
       OrderedJson numcodecs_config = config;
       if (const OrderedJson* given = Find(config, "id"); given != nullptr && *given != id) {

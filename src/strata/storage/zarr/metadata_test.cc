@@ -2196,7 +2196,7 @@ TEST(ZarrV3MetadataTest, ErrorsNameTheFieldAndValue) {
       {"unknown numcodecs codec",
        codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                   {"name": "numcodecs.lzma", "configuration": {}}])"),
-       kInvalid, "codec 'lzma' is not supported (codecs[1]"},
+       kInvalid, "codec 'numcodecs.lzma' is not supported (codecs[1]"},
       {"numcodecs id mismatch",
        codecs(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                   {"name": "numcodecs.zlib", "configuration": {"id": "gzip"}}])"),
