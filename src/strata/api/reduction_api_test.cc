@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/api/test_util.h"
+#include "strata/base/tuning.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -402,6 +403,44 @@ TEST(ReductionApiTest, ResultsIndependentOfSplitEvery) {
           << "output " << j << " split " << split;
     }
   }
+}
+
+TEST(ReductionApiTest, LargeStatesAreMergedFewAtATime) {
+  // A mean over the first axis of 8 blocks whose (count, sum) states are 16 MB
+  // each: a combine merges at most Tuning::max_combine_state_bytes (64 MB) of
+  // them, 4 here, so two rounds (8 -> 2 -> 1), not one round of all 8; the
+  // states it waits for stay few and are reused. Small states still merge up
+  // to max_split_every at once.
+  if (GetTuning().tiny) GTEST_SKIP() << "STRATA_TINY merges 2 at a time anyway";
+  Spec spec;
+  spec.allowed_mem = "2GB";
+  spec.workers = 2;
+  Array x = random::random({8, 1000, 1000}, {1, 1000, 1000}, 3, spec);
+  Array m = mean(x, {0});
+  Result<std::shared_ptr<const Plan>> p = plan({m});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const std::string text = (*p)->ToText();
+  EXPECT_NE(text.find("mean-combine-2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("mean-combine-3"), std::string::npos) << text;
+  auto rec = std::make_shared<testing_util::RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<NDArray> got = compute(m, options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  rec->ExpectWithinBudget();
+  Result<NDArray> whole = compute(x);
+  ASSERT_TRUE(whole.ok());
+  for (Index k : {Index{0}, Index{123456}, Index{999999}}) {
+    double s = 0;
+    for (Index t = 0; t < 8; ++t) s += whole->data_as<double>()[t * 1000000 + k];
+    EXPECT_NEAR(got->data_as<double>()[k], s / 8, 1e-12) << k;
+  }
+  // 8 MB blocks of small states (a mean over the last axis): one round.
+  Array y = random::random({16, 1000, 1000}, {1, 1000, 1000}, 4, spec);
+  Result<std::shared_ptr<const Plan>> q = plan({mean(y, {0, 2})});
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_NE((*q)->ToText().find("mean-combine-1"), std::string::npos);
+  EXPECT_EQ((*q)->ToText().find("mean-combine-2"), std::string::npos) << (*q)->ToText();
 }
 
 TEST(ReductionApiTest, ResultDTypesOfOtherInputs) {

@@ -26,6 +26,11 @@ struct Tuning {
   int64_t ram_for_intermediates_cap = -1;
   // The most states a reduction or group-by round merges when it chooses.
   int max_split_every = 16;
+  // The most bytes of states a reduction's combine task chooses to merge
+  // (at least 2 states): the states it waits for are live at once, each a
+  // fresh buffer to fault in, while merging few at a time frees them for the
+  // next partials to reuse.
+  int64_t max_combine_state_bytes = int64_t{64} << 20;
 };
 
 // The process's tuning: the defaults, or the tiny sizes under STRATA_TINY=1.
