@@ -13,6 +13,7 @@
 #include <random>
 
 #include "strata/api/manipulation_extras.h"
+#include "strata/api/memory_contract_util.h"
 #include "strata/api/test_util.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/strata.h"
@@ -353,6 +354,31 @@ TEST(LinalgExtensionTest, MatrixOverAllowedMemIsRefusedWhenBuilt) {
   // The chunked ops run under the same budget.
   EXPECT_TRUE(linalg::matrix_norm(a, "1").ok());
   EXPECT_TRUE(linalg::trace(a).ok());
+}
+
+// The memory contract from the history file under a budget that binds
+// (RunTight: just above the largest projection, so measured peaks are
+// checked against a projection that is the whole budget): a batch of 200
+// matrices of 100 x 100 (80 kB each, 16 MB in all) for inv, and
+// TSQR of a 20000 x 16 matrix in 2000-row blocks (256 kB each).
+TEST(LinalgExtensionTest, MemoryContractUnderATightBudget) {
+  using testing_util::RunTight;
+  testing_util::History inv_h = RunTight(
+      [](const Spec& spec) {
+        Array a = random::random({200, 100, 100}, {200, 100, 100}, 17, spec);
+        return std::vector<Array>{linalg::inv(a + broadcast_to(eye(100, 100, 0, {100, 100}) * 100.0,
+                                                               {200, 100, 100}))};
+      },
+      100 * 100 * 8);
+  EXPECT_GT(inv_h.tasks, 0);
+  testing_util::History qr_h = RunTight(
+      [](const Spec& spec) {
+        Array a = random::random({20000, 16}, {2000, 16}, 18, spec);
+        auto [q, r] = linalg::qr(a);
+        return std::vector<Array>{q, r};
+      },
+      2000 * 16 * 8);
+  EXPECT_GE(qr_h.tasks, 10);
 }
 
 TEST(LinalgExtensionTest, BadArguments) {
