@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <fstream>
 #include <random>
@@ -418,6 +419,130 @@ TEST_P(RechunkTest, StagesStoreIntermediateChunksAndTheStoreWritesSeveral) {
   EXPECT_EQ((*z)->metadata().chunk_shape, (Shape{4, 150}));
   EXPECT_EQ(FileBytes(spec.work_dir), 0);
   EXPECT_GE(irregular, 1) << (*p)->ToText();
+}
+
+// Resume prunes upstream (issue 17): a rerun of an interrupted rechunk runs
+// only the tasks that lead to target chunks not yet written. The interrupted
+// run is made exact: a run killed before any chunk was stored (its marker is
+// written), then the clean run's chunks of the first 100 rows copied in, as
+// if the killed run had written those. The rerun skips the store tasks of
+// those rows and every stage task (through the intermediates on disk) and
+// source read only they needed; tasks that feed both halves still run. The
+// result is the clean run's, file for file, and nothing is left in work_dir
+// (an intermediate block whose readers were pruned is never made; one with a
+// live reader is erased after it).
+TEST_P(RechunkTest, AResumedRechunkRunsOnlyWhatTheMissingChunksNeed) {
+  struct Case {
+    Shape source_chunks;
+    // Stages through disk intermediates (column strips to row strips:
+    // every target chunk needs every source chunk) or one stage fused into
+    // the store (row bands: the missing rows need half the source chunks).
+    bool staged;
+    // Upstream tasks pruned (from the plans, which print with ToText):
+    //  (200, 3): stages (200, 24) -> (80, 60) -> (32, 150) stores; the 3
+    //            second-stage blocks of rows [0, 80) are read only by the
+    //            complete stores of rows [0, 96): pruned;
+    //  (100, 3): one stage of (100, 48) blocks; rows [0, 100) are also read
+    //            by the live store of rows [96, 128): none pruned (a task
+    //            with one live reader runs);
+    //  (25, 3):  no intermediate; the skipped stores read nothing.
+    int64_t upstream_pruned;
+  };
+  for (const Case& c :
+       {Case{{200, 3}, true, 3}, Case{{100, 3}, true, 0}, Case{{25, 3}, false, 0}}) {
+    SCOPED_TRACE(ShapeToString(c.source_chunks));
+    TempDir dir;
+    const Shape shape = {200, 150};
+    const std::string src = dir.path() + "/src.zarr";
+    WriteSource(src, shape, c.source_chunks, 23);
+    Spec spec;
+    spec.allowed_mem = "1.2MB";
+    spec.reserved_mem = "1MB";
+    spec.workers = 2;
+    spec.tier = TierChoice::kDisk;
+    spec.executor = GetParam();
+    spec.work_dir = dir.path() + "/work";
+    auto build = [&](const std::string& dst) {
+      return to_zarr(from_zarr(src, spec).rechunk({4, 150}, "12kB"), dst);
+    };
+    struct Run {
+      ComputeSummary summary;
+      int64_t executed = 0, skipped = 0, skipped_upstream = 0, store_skipped = 0;
+      bool ok = false;
+    };
+    auto run = [&](const std::string& dst, const ComputeOptions& base) {
+      auto rec = std::make_shared<RecordingCallback>();
+      ComputeOptions options = base;
+      options.callbacks.push_back(rec);
+      Result<std::shared_ptr<const Plan>> p = plan({build(dst)});
+      EXPECT_TRUE(p.ok()) << p.status().ToString();
+      Run r;
+      if (!p.ok()) return r;
+      r.ok = Execute(**p, options).ok();
+      r.summary = rec->summary;
+      for (const TaskEndEvent& e : rec->events) {
+        if (!e.skipped) {
+          ++r.executed;
+          continue;
+        }
+        ++r.skipped;
+        EXPECT_EQ(e.attempts, 0);
+        if (e.op->node->kind == NodeKind::kStore) {
+          ++r.store_skipped;
+        } else {
+          ++r.skipped_upstream;
+        }
+      }
+      if (r.ok) EXPECT_EQ(r.executed + r.skipped, (*p)->total_tasks()) << "every task, once";
+      return r;
+    };
+    // The plan stages the rechunk through intermediates on disk.
+    {
+      Result<std::shared_ptr<const Plan>> p = plan({build(dir.path() + "/probe.zarr")});
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      int intermediates = 0;
+      for (const PlannedOp& op : (*p)->ops()) intermediates += op.tier == Tier::kDisk;
+      if (c.staged) EXPECT_GE(intermediates, 1) << (*p)->ToText();
+    }
+    const std::string clean = dir.path() + "/clean.zarr";
+    Run first = run(clean, {});
+    ASSERT_TRUE(first.ok);
+    EXPECT_EQ(first.skipped, 0);
+
+    const std::string dst = dir.path() + "/dst.zarr";
+    ComputeOptions killed;
+    killed.fault_injector = [](const PlannedOp& op, std::span<const Index>, int) -> Status {
+      return op.node->kind == NodeKind::kStore ? InvalidArgumentError("killed") : Status::Ok();
+    };
+    EXPECT_FALSE(run(dst, killed).ok);
+    ASSERT_TRUE(std::filesystem::exists(dst + "/.strata-incomplete"));
+    int copied = 0;
+    for (int i = 0; i < 25; ++i) {  // target chunks (4, 150): rows [0, 100)
+      const std::string key = fmt::format("{}.0", i);
+      std::filesystem::copy_file(clean + "/" + key, dst + "/" + key);
+      ++copied;
+    }
+    Run again = run(dst, {});
+    ASSERT_TRUE(again.ok);
+    std::cout << "resumed " << ShapeToString(c.source_chunks) << ": ran " << again.executed
+              << " of " << first.executed << " tasks (" << again.store_skipped
+              << " stores and " << again.skipped_upstream << " upstream tasks skipped), read "
+              << again.summary.zarr_bytes_read << " of " << first.summary.zarr_bytes_read
+              << " source bytes\n";
+    EXPECT_GT(again.store_skipped, 0);
+    EXPECT_EQ(again.skipped_upstream, c.upstream_pruned);
+    if (c.staged) {
+      // Every source chunk feeds a live target chunk through the stages.
+      EXPECT_EQ(again.summary.zarr_bytes_read, first.summary.zarr_bytes_read);
+    } else {
+      EXPECT_LT(again.summary.zarr_bytes_read, first.summary.zarr_bytes_read);
+    }
+    EXPECT_LT(again.executed, first.executed);
+    EXPECT_EQ(again.summary.tasks_skipped, again.skipped);
+    EXPECT_EQ(Snapshot(dst), Snapshot(clean));
+    EXPECT_EQ(FileBytes(spec.work_dir), 0);
+    EXPECT_EQ(copied, 25);
+  }
 }
 
 }  // namespace

@@ -35,7 +35,9 @@ struct TaskEndEvent {
   int64_t worker_rss = 0;     // processes executor: the worker's resident set after the task
   int attempts = 1;
   int worker = 0;
-  // A store task of a resumed run whose chunk was already complete.
+  // A task a resumed run did not run: a store task whose chunks were
+  // already complete, or a task all of whose readers were skipped
+  // (runtime/pruned_tasks.h). Such a task has attempts 0 and worker -1.
   bool skipped = false;
   bool backup = false;  // the winning attempt was a backup of a straggler
 };
@@ -43,7 +45,8 @@ struct TaskEndEvent {
 struct ComputeSummary {
   double seconds = 0;
   int64_t tasks = 0;
-  // Tasks a resumed run skipped (their chunks were complete); in `tasks`.
+  // Tasks a resumed run skipped (their chunks were complete, or all their
+  // readers were skipped); in `tasks`.
   int64_t tasks_skipped = 0;
   int64_t peak_pool_bytes = 0;          // peak of the compute's root pool
   int64_t intermediate_bytes_written = 0;  // to disk/object tiers

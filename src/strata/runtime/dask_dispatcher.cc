@@ -77,18 +77,26 @@ class DaskDispatcher : public Dispatcher, public ExternalRun {
   std::vector<int64_t> op_left_;                  // tasks of each op not done
   std::vector<bool> op_started_;
   int64_t bytes_written_ = 0;  // disk and object blocks the workers stored
+  int64_t pruned_count_ = 0;   // tasks not in tasks_ (a resumed run's pruned ones)
 };
 
 Status DaskDispatcher::Prepare() {
   STRATA_RETURN_IF_ERROR(Dispatcher::Prepare());
+  // A resumed run's pruned tasks are not in the graph at all; nothing that
+  // runs reads their blocks (pruned_tasks.h).
+  STRATA_RETURN_IF_ERROR(SkipPrunedTasks());
+  pruned_count_ = pruned_ ? pruned_->total() : 0;
   op_left_.assign(plan_.ops().size(), 0);
   op_started_.assign(plan_.ops().size(), false);
   for (const PlannedOp& op : plan_.ops()) {  // topological order
     if (!op.materialized) continue;
-    op_left_[op.index] = op.num_tasks();
+    const int64_t pruned = pruned_ ? pruned_->count(op.index) : 0;
+    op_left_[op.index] = op.num_tasks() - pruned;
+    op_started_[op.index] = pruned > 0;  // SkipPrunedTasks reported its start
     const Shape& grid = op.node->grid.grid_shape();
     Shape block(grid.size());
     for (Index b = 0; b < op.num_tasks(); ++b) {
+      if (pruned > 0 && pruned_->pruned(op.index, b)) continue;
       ExternalTask t;
       t.id = TaskId{op.index, b};
       t.projected_mem = op.projected_mem;
@@ -115,14 +123,12 @@ Status DaskDispatcher::RunTasks() {
   Status s = options_.external(*this);
   if (!fatal_.ok()) return fatal_;
   if (!s.ok()) return s;
-  if (cancelled()) {
-    return CancelledError(fmt::format("compute cancelled with {} tasks left",
-                                      static_cast<int64_t>(tasks_.size()) - tasks_done_));
-  }
-  if (tasks_done_ != static_cast<int64_t>(tasks_.size())) {
-    return InternalError(fmt::format("the dask run ended with {} of {} tasks not done",
-                                     static_cast<int64_t>(tasks_.size()) - tasks_done_,
-                                     tasks_.size()));
+  // tasks_done_ counts the pruned tasks too.
+  const int64_t left = static_cast<int64_t>(tasks_.size()) + pruned_count_ - tasks_done_;
+  if (cancelled()) return CancelledError(fmt::format("compute cancelled with {} tasks left", left));
+  if (left != 0) {
+    return InternalError(
+        fmt::format("the dask run ended with {} of {} tasks not done", left, tasks_.size()));
   }
   return Status::Ok();
 }

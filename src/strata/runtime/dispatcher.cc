@@ -165,6 +165,43 @@ Status Dispatcher::MakeRunDir(bool create) {
   return Status::Ok();
 }
 
+Status Dispatcher::SkipPrunedTasks() {
+  pruned_ = PrunedTasks::ForResume(plan_);
+  if (!pruned_) return Status::Ok();
+  Status first;
+  TaskFigures figures;
+  figures.skipped = true;
+  figures.start_seconds = figures.end_seconds = Seconds(Clock::now());
+  for (const PlannedOp& op : plan_.ops()) {
+    const int64_t count = pruned_->count(op.index);
+    if (count == 0) continue;
+    std::vector<const PlannedOp*> members = {&op};
+    for (int sibling : op.siblings) members.push_back(&plan_.ops()[sibling]);
+    Notify([&](Callback& cb) {
+      for (const PlannedOp* m : members) cb.OnOpStart(*m);
+    });
+    Attempt attempt;
+    attempt.task.op = op.index;
+    attempt.number = 0;
+    for (Index b = 0; b < op.num_tasks(); ++b) {
+      if (!pruned_->pruned(op.index, b)) continue;
+      attempt.task.block = b;
+      NotifyTaskEnd(attempt, /*worker=*/-1, /*attempts=*/0, figures);
+    }
+    {
+      std::lock_guard lock(mu_);
+      tasks_done_ += count;
+      tasks_skipped_ += count;
+    }
+    if (count < op.num_tasks()) continue;  // the Scheduler finishes it
+    for (const PlannedOp* m : members) {
+      if (m->node->kind == NodeKind::kStore && first.ok()) first = CommitTarget(plan_, *m->node);
+      Notify([&](Callback& cb) { cb.OnOpEnd(*m); });
+    }
+  }
+  return first;
+}
+
 SchedulerOptions Dispatcher::MakeSchedulerOptions() const {
   SchedulerOptions o;
   o.workers = spec_.workers;
@@ -396,9 +433,11 @@ Status Dispatcher::AllWorkersLost() {
 }
 
 Status Dispatcher::DriveWorkers(int workers) {
+  STRATA_RETURN_IF_ERROR(SkipPrunedTasks());
   {
     std::lock_guard lock(mu_);
     scheduler_options_ = MakeSchedulerOptions();
+    scheduler_options_.pruned = pruned_;
     BackupPolicy& backups = scheduler_options_.backups;
     backups.enabled = spec_.backup_tasks && RunsBackups() && workers > 1;
     backups.slowdown = spec_.backup_slowdown;

@@ -6,7 +6,8 @@
 // A compute goes through the same steps on every executor (Execute):
 //   Prepare     pools and results, the store targets, one tier per
 //               intermediate (the memory tier is the executor's own:
-//               MakeMemoryTier), the TaskRunner and the Scheduler
+//               MakeMemoryTier), the TaskRunner and the Scheduler; on a
+//               resumed run, the tasks it need not run (SkipPrunedTasks)
 //   RunTasks    worker loops: ask the Scheduler for an attempt, run it
 //               (RunAttempt: here, in a worker process, on a rank), report
 //               the outcome, erase dead blocks, commit finished stores
@@ -45,6 +46,7 @@
 #include "strata/runtime/callbacks.h"
 #include "strata/runtime/executor.h"
 #include "strata/runtime/intermediate_store.h"
+#include "strata/runtime/pruned_tasks.h"
 #include "strata/runtime/run_litter.h"
 #include "strata/runtime/scheduler.h"
 #include "strata/runtime/task_runner.h"
@@ -123,6 +125,11 @@ class Dispatcher {
   Status OpenTargets(bool commit_empty);
   // One tier per op that has one, and the TaskRunner.
   Status MakeTiers();
+  // Resume: finds the tasks this run need not run (pruned_tasks.h; call
+  // after OpenTargets, before the first task) and reports each as a skipped
+  // task: op start, task end, and for an op none of whose tasks run, its
+  // end and (a store) its commit. Sets pruned_ (null: nothing pruned).
+  Status SkipPrunedTasks();
   // The run directory under work_dir; created when `create`.
   Status MakeRunDir(bool create);
   // Runs worker loops 1..workers-1 on threads and 0 in this thread; returns
@@ -176,6 +183,8 @@ class Dispatcher {
   // executor chose).
   std::vector<ArrayView> result_views_;
   std::unique_ptr<TaskRunner> runner_;
+  // Tasks a resumed run does not run; set by SkipPrunedTasks, then read-only.
+  std::shared_ptr<const PrunedTasks> pruned_;
 
   std::mutex mu_;
   std::condition_variable cv_;

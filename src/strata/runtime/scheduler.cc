@@ -33,16 +33,23 @@ Scheduler::Scheduler(const Plan& plan, SchedulerOptions options)
   heartbeat_.assign(workers, 0);
   worker_alive_.assign(workers, true);
   live_workers_ = workers;
+  const PrunedTasks* pruned = options_.pruned.get();
   for (const PlannedOp& o : plan.ops()) {
     if (!o.materialized) continue;
-    tasks_remaining_ += o.num_tasks();
     OpState& s = state_[o.index];
+    // A sibling's blocks are done with its leader's tasks, pruned ones too.
+    const int task_op = o.computed_with >= 0 ? o.computed_with : o.index;
+    s.pruned = pruned ? pruned->count(task_op) : 0;
+    s.done = s.pruned;
+    s.started = s.pruned > 0;  // the dispatcher reported it started
+    tasks_remaining_ += o.num_tasks() - (o.runs_tasks() ? s.pruned : 0);
     if (options_.backups.enabled && o.num_tasks() >= options_.backups.min_tasks) {
       s.durations = std::make_unique<Durations>();
     }
     if (o.dependencies.empty()) {
       s.cursor = true;
-      if (o.num_tasks() > 0) cursor_ops_.push_back(o.index);
+      if (pruned) s.next_block = pruned->NextLive(o.index, 0);
+      if (s.next_block < o.num_tasks()) cursor_ops_.push_back(o.index);
       continue;
     }
     if (!MayHaveTasksWithoutInputs(o.index)) continue;
@@ -53,7 +60,7 @@ Scheduler::Scheduler(const Plan& plan, SchedulerOptions options)
       UnravelIndex(b, o.node->grid.grid_shape(), block);
       Index n = 0;
       for (const Dependency& d : o.dependencies) n += CountInputBlocks(d.map, block);
-      if (n == 0) ready_.push({{o.index, b}});
+      if (n == 0 && !Pruned(o.index, b)) ready_.push({{o.index, b}});
     }
   }
 }
@@ -157,7 +164,9 @@ std::optional<Attempt> Scheduler::Next(int worker, bool* wake_others) {
   }
   if (best_cursor >= 0) {
     OpState& s = state_[best_cursor];
-    if (++s.next_block >= op(best_cursor).num_tasks()) {
+    ++s.next_block;
+    if (options_.pruned) s.next_block = options_.pruned->NextLive(best_cursor, s.next_block);
+    if (s.next_block >= op(best_cursor).num_tasks()) {
       cursor_ops_.erase(std::find(cursor_ops_.begin(), cursor_ops_.end(), best_cursor));
     }
   } else if (window.empty()) {
@@ -289,8 +298,9 @@ Scheduler::Completion Scheduler::Succeeded(const Attempt& attempt, int worker) {
       for (const Dependency& d : co.dependencies) {
         if (d.producer != produced) continue;
         ForEachConsumer(d.map, block, out_grid, [&](std::span<const Index> b) {
-          ++readers;
           const Index linear = LinearIndex(b, out_grid);
+          if (Pruned(consumer, linear)) return;  // a reader that does not run
+          ++readers;
           auto [entry, fresh] = cs.pending.try_emplace(linear, 0);
           if (fresh) {
             // First input of this task: count all it waits for.
@@ -413,8 +423,10 @@ std::vector<Attempt> Scheduler::Stragglers() const {
     if (r.lost || r.backed) continue;
     const OpState& s = state_[r.attempt.task.op];
     if (!s.durations) continue;
-    const int64_t tasks = op(r.attempt.task.op).num_tasks();
-    if (static_cast<double>(s.done) < policy.min_done_fraction * static_cast<double>(tasks)) {
+    // Of the tasks that run: pruned ones took no time.
+    const int64_t tasks = op(r.attempt.task.op).num_tasks() - s.pruned;
+    if (static_cast<double>(s.done - s.pruned) <
+        policy.min_done_fraction * static_cast<double>(tasks)) {
       continue;
     }
     const double median = s.durations->Median();

@@ -52,6 +52,10 @@
 // Heartbeats: Heartbeat/SilentWorkers let a dispatcher find workers that
 // stopped making progress.
 //
+// Resume: tasks in SchedulerOptions::pruned do not exist for the scheduler
+// except in the counts: readers of a block are its unpruned readers, so a
+// block is erased when the last task that really reads it is done.
+//
 // Thread-safety: none; the dispatcher calls it under its own mutex.
 #ifndef STRATA_RUNTIME_SCHEDULER_H_
 #define STRATA_RUNTIME_SCHEDULER_H_
@@ -65,6 +69,7 @@
 #include <vector>
 
 #include "strata/plan/planner.h"
+#include "strata/runtime/pruned_tasks.h"
 
 namespace strata {
 
@@ -122,6 +127,11 @@ struct SchedulerOptions {
   // Prefer tasks whose inputs the asking worker produced.
   bool locality = false;
   BackupPolicy backups;
+  // Tasks a resumed run does not run (pruned_tasks.h): never handed out,
+  // never counted as readers, and counted as done from the start (an op
+  // all of whose tasks are pruned is never reported finished: the
+  // dispatcher finishes it). Null: none.
+  std::shared_ptr<const PrunedTasks> pruned;
 };
 
 class Scheduler {
@@ -235,7 +245,8 @@ class Scheduler {
     // Blocks of a tiered op that readers still need.
     std::unordered_map<Index, LiveBlock> live;
     int64_t done = 0;
-    Index next_block = 0;  // cursor ops hand out blocks in order
+    int64_t pruned = 0;    // of the done tasks, those pruned before the run
+    Index next_block = 0;  // cursor ops hand out blocks in order (past pruned ones)
     bool cursor = false;
     bool started = false;
     std::unique_ptr<Durations> durations;  // ops that may get backups
@@ -259,6 +270,9 @@ class Scheduler {
   int64_t LocalInputs(const TaskId& task, int worker) const;
   // Whether some task of `op_index` may read no block of any dependency.
   bool MayHaveTasksWithoutInputs(int op_index) const;
+  bool Pruned(int op_index, Index block) const {
+    return options_.pruned && options_.pruned->pruned(op_index, block);
+  }
   bool Fits(const Ready& ready, int worker) const;
   Attempt Start(const Ready& ready, int worker);
   // Forgets a running attempt; returns the dead blocks that waited for it.

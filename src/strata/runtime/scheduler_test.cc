@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "strata/plan/plan_test_util.h"
@@ -520,6 +521,74 @@ TEST(SchedulerTest, TasksReadingNoBlockAreReadyAtOnce) {
   a = s.Next(0);
   ASSERT_TRUE(a);
   EXPECT_EQ(a->task, (TaskId{op, 3}));
+}
+
+// Resume (pruned_tasks.h): a producer in chunks of 2, a consumer in chunks of
+// 3 (each reads two producer blocks; neighbours share one) and its store.
+// With the store's block 0 done, the store task 0, consumer task 0 and
+// producer block 0 (read by consumer 0 alone) are pruned; producer block 1
+// still runs, for consumer 1, and is erased once that live reader is done.
+TEST(SchedulerTest, PrunedTasksNeverRunAndLiveBlocksDieWithTheirLastLiveReader) {
+  const ResolvedSpec spec = TestSpec(1);
+  auto v = Virtual({16}, {1});
+  auto p = Over(v, {2}, "producer");
+  auto c = Over(p, {3}, "consumer");
+  auto store = testing_util::StoreNode(c);
+  std::shared_ptr<const Plan> plan = PlanOf(store, spec);
+  const int producer = plan->IndexOf(p.get()), consumer = plan->IndexOf(c.get());
+  const int stored = plan->IndexOf(store.get());
+  ASSERT_TRUE(plan->ops()[producer].materialized && plan->ops()[consumer].materialized)
+      << plan->ToText();
+  auto pruned = PrunedTasks::Compute(*plan, [&](const PlannedOp& op, std::span<const Index> b) {
+    return op.index == stored && b[0] == 0;
+  });
+  ASSERT_TRUE(pruned);
+  EXPECT_EQ(pruned->total(), 3);
+  EXPECT_TRUE(pruned->pruned(stored, 0));
+  EXPECT_TRUE(pruned->pruned(consumer, 0));
+  EXPECT_TRUE(pruned->pruned(producer, 0));
+  EXPECT_FALSE(pruned->pruned(producer, 1)) << "consumer 1 still reads it";
+  EXPECT_EQ(pruned->NextLive(producer, 0), 1);
+
+  Scheduler s(*plan, {.workers = 1, .pruned = pruned});
+  EXPECT_EQ(s.tasks_remaining(), 8 + 6 + 6 - 3);
+  std::set<std::pair<int, Index>> seen;
+  std::set<std::pair<int, Index>> erased;
+  std::vector<int> finished;
+  while (!s.done()) {
+    std::optional<Attempt> a = s.Next(0);
+    ASSERT_TRUE(a) << "stalled with " << s.tasks_remaining() << " left";
+    EXPECT_FALSE(pruned->pruned(a->task.op, a->task.block))
+        << "op " << a->task.op << " block " << a->task.block;
+    EXPECT_FALSE(a->first_of_op && a->task.op == producer) << "reported started when pruned";
+    EXPECT_TRUE(seen.insert({a->task.op, a->task.block}).second);
+    Scheduler::Completion done = s.Succeeded(*a, 0);
+    for (const DeadBlock& d : done.dead) EXPECT_TRUE(erased.insert({d.op, d.block}).second);
+    finished.insert(finished.end(), done.finished_ops.begin(), done.finished_ops.end());
+  }
+  EXPECT_EQ(seen.size(), 17u);
+  // Every block that was produced is erased once: 7 of the producer's, 5 of
+  // the consumer's; nothing is left waiting.
+  EXPECT_EQ(erased.size(), 12u);
+  EXPECT_TRUE(erased.count({producer, 1}));
+  EXPECT_FALSE(erased.count({producer, 0}));
+  EXPECT_EQ(s.state_entries(), 0);
+  std::sort(finished.begin(), finished.end());
+  EXPECT_EQ(finished, (std::vector<int>{producer, consumer, stored}));
+
+  // Every store block done: nothing runs at all.
+  auto all = PrunedTasks::Compute(*plan, [](const PlannedOp&, std::span<const Index>) {
+    return true;
+  });
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->total(), 20);
+  Scheduler none(*plan, {.workers = 1, .pruned = all});
+  EXPECT_TRUE(none.done());
+  EXPECT_FALSE(none.Next(0));
+  // No store block done: nothing pruned.
+  EXPECT_FALSE(PrunedTasks::Compute(*plan, [](const PlannedOp&, std::span<const Index>) {
+    return false;
+  }));
 }
 
 }  // namespace
