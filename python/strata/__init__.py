@@ -28,10 +28,10 @@ from ._functions import (all, any, argmax, argmin, astype, broadcast_arrays,  # 
 from ._functions import elementwise_functions as _elementwise_functions
 from ._extras import (argsort, broadcast_shapes, cumprod, cumsum,  # noqa: F401
                       cumulative_prod, cumulative_sum, diff, isin, moveaxis, nanargmax,
-                      nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmin, nanprod,
-                      nanstd, nansum, nanvar, nonzero, pad, repeat, roll, searchsorted, sort,
-                      take_along_axis, tile, unique_all, unique_counts, unique_inverse,
-                      unique_values, unstack)
+                      median, nanargmin, nancumprod, nancumsum, nanmax, nanmean, nanmedian,
+                      nanmin, nanprod, nanquantile, nanstd, nansum, nanvar, nonzero, pad,
+                      quantile, repeat, roll, searchsorted, sort, take_along_axis, tile,
+                      unique_all, unique_counts, unique_inverse, unique_values, unstack)
 from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
 from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401

@@ -155,6 +155,48 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return _wrap(_strata.argsort(x._h, operator.index(axis), bool(descending), bool(stable)))
 
 
+def _quantile(name, x, q, axis, method, keepdims, skipna):
+    x = _array(x, name)
+    if isinstance(q, Array):
+        q = q.compute()
+    qa = np.asarray(q)
+    if qa.dtype.kind not in "fiub":
+        raise TypeError(f"{name}: q must be real numbers, got {qa.dtype}")
+    qa = qa.astype(np.float64)
+    if isinstance(method, (bytes, bytearray)) or not isinstance(method, str):
+        raise TypeError(f"{name}: method must be a str, got {type(method).__name__}")
+    axes = _axes(axis, x.ndim)
+    r = _wrap(_strata.quantile(x._h, qa.ravel().tolist(), qa.ndim == 0, axes, method,
+                               bool(keepdims), skipna))
+    if qa.ndim > 1:
+        r = _wrap(_strata.reshape(r._h, list(qa.shape) + list(r.shape[1:])))
+    return r
+
+
+def quantile(x, q, /, *, axis=None, method="linear", keepdims=False):
+    """numpy's quantile (q in [0, 1], numpy's 13 methods, numpy's dtypes): the
+    axes are made one chunk, the other axes' chunks shrunk to fit allowed_mem
+    (ValueError naming the axes and the budget when one slice does not fit).
+    A slice holding NaN gives NaN."""
+    return _quantile("quantile", x, q, axis, method, keepdims, False)
+
+
+def nanquantile(x, q, /, *, axis=None, method="linear", keepdims=False):
+    """quantile leaving NaN out (NaN for a slice of NaN only)."""
+    return _quantile("nanquantile", x, q, axis, method, keepdims, True)
+
+
+def median(x, /, *, axis=None, keepdims=False):
+    """numpy's median (mean of the two middle values), as quantile is planned."""
+    x = _array(x, "median")
+    return _wrap(_strata.median(x._h, _axes(axis, x.ndim), bool(keepdims), False))
+
+
+def nanmedian(x, /, *, axis=None, keepdims=False):
+    x = _array(x, "nanmedian")
+    return _wrap(_strata.median(x._h, _axes(axis, x.ndim), bool(keepdims), True))
+
+
 def take_along_axis(x, indices, /, *, axis=-1):
     """numpy's take_along_axis (argsort's partner)."""
     x = _array(x, "take_along_axis")

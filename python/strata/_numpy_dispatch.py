@@ -592,17 +592,26 @@ def _nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
     return _nanmoment("nanstd", a, axis, dtype, out, ddof, keepdims, where)
 
 
+def _quantile_axes(x, axis, numpy_name):
+    # xarray's quantile passes its axes as a numpy array (np.arange(-1, -n-1, -1)).
+    return None if axis is None else _axes_tuple(axis, x.ndim, numpy_name)
+
+
 @implements(np.median)
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     _no_out("numpy.median", out)
-    return _needs("median", "numpy.median")(_as_array(a), axis=axis, keepdims=keepdims)
+    x = _as_array(a)
+    return _needs("median", "numpy.median")(x, axis=_quantile_axes(x, axis, "numpy.median"),
+                                            keepdims=keepdims)
 
 
 @implements(np.nanmedian)
 def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
     _no_out("numpy.nanmedian", out)
     kd = False if keepdims is np._NoValue else keepdims
-    return _needs("nanmedian", "numpy.nanmedian")(_as_array(a), axis=axis, keepdims=kd)
+    x = _as_array(a)
+    return _needs("nanmedian", "numpy.nanmedian")(
+        x, axis=_quantile_axes(x, axis, "numpy.nanmedian"), keepdims=kd)
 
 
 def _quantile(name, a, q, axis, out, method, keepdims, interpolation):
@@ -611,7 +620,9 @@ def _quantile(name, a, q, axis, out, method, keepdims, interpolation):
     if interpolation is not None:
         method = interpolation
     kd = False if keepdims is np._NoValue else keepdims
-    return _needs(name, numpy_name)(_as_array(a), q, axis=axis, method=method, keepdims=kd)
+    x = _as_array(a)
+    return _needs(name, numpy_name)(x, q, axis=_quantile_axes(x, axis, numpy_name),
+                                    method=method, keepdims=kd)
 
 
 @implements(np.quantile)

@@ -351,6 +351,7 @@ Result<NDArray> compute(const Array& array, const ComputeOptions& options = {},
 #include "strata/api/math_extras.h"
 #include "strata/api/nan_reductions.h"
 #include "strata/api/overlap.h"
+#include "strata/api/quantiles.h"
 #include "strata/api/scans.h"
 #include "strata/api/searching.h"
 #include "strata/api/set_functions.h"

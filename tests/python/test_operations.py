@@ -156,6 +156,107 @@ def test_sort_argsort_take_along_axis(rng):
         strata.sort(strata.ones(3, dtype=strata.complex128))
 
 
+def nonempty_shape(rng, max_extent):
+    return tuple(int(rng.integers(1, max_extent + 1)) for _ in range(int(rng.integers(1, 4))))
+
+
+QUANTILE_METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation",
+                    "interpolated_inverted_cdf", "hazen", "weibull", "linear",
+                    "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint",
+                    "nearest"]
+
+
+@pytest.mark.parametrize("method", QUANTILE_METHODS)
+def test_quantile_methods_against_numpy(rng, method):
+    for fn in ("quantile", "nanquantile"):
+        for q in (0.3, [0.0, 0.25, 0.5, 0.99, 1.0], np.array([[0.1, 0.2], [0.7, 0.8]])):
+            shape = nonempty_shape(rng, 6)
+            a = with_nan(rng, shape, 0.2 if fn == "nanquantile" else 0.05)
+            if rng.random() < 0.3:
+                a = rng.integers(-5, 6, shape).astype(np.int16)
+            x = lazy(rng, a)
+            axis = None if rng.random() < 0.3 else tuple(
+                sorted(rng.choice(len(shape), int(rng.integers(1, len(shape) + 1)),
+                                  replace=False).tolist()))
+            keepdims = bool(rng.random() < 0.5)
+            with _no_warnings():
+                if np.ndim(q) > 1:
+                    # numpy 1.24's nanquantile moves only the first of a 2-d
+                    # q's axes to the front (fixed in numpy 2); the reference
+                    # is numpy's flat-q result with q's shape in front.
+                    flat = getattr(np, fn)(a, np.ravel(q), axis=axis, method=method,
+                                           keepdims=keepdims)
+                    want = flat.reshape(np.shape(q) + flat.shape[1:])
+                else:
+                    want = getattr(np, fn)(a, q, axis=axis, method=method, keepdims=keepdims)
+            got = getattr(strata, fn)(x, q, axis=axis, method=method, keepdims=keepdims)
+            assert_eq(got, want, rtol=1e-12)
+            # numpy's functions dispatch to strata, lazily.
+            with _no_warnings():
+                via_numpy = getattr(np, fn)(x, q, axis=axis, method=method, keepdims=keepdims)
+            assert isinstance(via_numpy, strata.Array)
+            assert_eq(via_numpy, want, rtol=1e-12)
+            if np.ndim(q) > 1 and fn == "quantile":
+                assert_eq(got, np.quantile(a, q, axis=axis, method=method, keepdims=keepdims))
+
+
+def test_median_against_numpy(rng):
+    for fn in ("median", "nanmedian"):
+        for dtype in (np.float64, np.float32, np.int32, np.uint8):
+            shape = nonempty_shape(rng, 7)
+            a = with_nan(rng, shape, 0.2) if np.dtype(dtype).kind == "f" else \
+                rng.integers(0, 9, shape)
+            a = a.astype(dtype)
+            x = lazy(rng, a)
+            for axis in (None, -1, tuple(range(len(shape)))[:2]):
+                with _no_warnings():
+                    want = getattr(np, fn)(a, axis=axis, keepdims=True)
+                tol = 1e-6 if dtype == np.float32 else 1e-12
+                assert_eq(getattr(strata, fn)(x, axis=axis, keepdims=True), want, rtol=tol)
+                with _no_warnings():
+                    assert_eq(getattr(np, fn)(x, axis=axis), getattr(np, fn)(a, axis=axis),
+                              rtol=tol)
+    # An all-NaN slice: NaN, as numpy (and a NaN anywhere gives NaN without nan-).
+    a = np.array([[np.nan, 1.0, 4.0], [np.nan, np.nan, 2.0]])
+    x = strata.asarray(a, chunks=(1, 2))
+    with _no_warnings():
+        assert_eq(strata.nanmedian(x, axis=0), np.nanmedian(a, axis=0))
+        assert_eq(strata.median(x, axis=1), np.median(a, axis=1))
+        assert_eq(strata.nanquantile(x, [0.2, 0.9], axis=0), np.nanquantile(a, [0.2, 0.9], axis=0))
+
+
+def test_quantile_bad_input_and_budget(tmp_path):
+    x = strata.asarray(np.arange(12.0).reshape(3, 4), chunks=2)
+    with pytest.raises(ValueError, match=r"q must be in \[0, 1\], got 1.5"):
+        strata.quantile(x, 1.5)
+    with pytest.raises(ValueError, match="'cubic' is not a method; use one of inverted_cdf"):
+        strata.quantile(x, 0.5, method="cubic")
+    with pytest.raises(TypeError, match="method must be a str"):
+        strata.quantile(x, 0.5, method=3)
+    with pytest.raises(TypeError, match="q must be real numbers"):
+        strata.quantile(x, "half")
+    with pytest.raises(ValueError, match="axis 1 repeats"):
+        strata.median(x, axis=(1, -1))
+    with pytest.raises(ValueError, match="complex128"):
+        strata.median(strata.ones(3, dtype=strata.complex128))
+    with pytest.raises(TypeError):
+        strata.median(np.zeros(3).tolist())
+    assert strata.quantile(x, [], axis=0).shape == (0, 4)
+    # One slice over the budget: refused when built, naming axis and budget,
+    # nothing computed and nothing left in work_dir.
+    spec = strata.Spec(work_dir=tmp_path / "work", allowed_mem="4MB", reserved_mem="1MB")
+    big = strata.random.random((1 << 20, 2), chunks=(1 << 16, 2), spec=spec)
+    with pytest.raises(ValueError, match="nanmedian: axis 0 of extent 1048576 must be in one "
+                                         "chunk.*allowed_mem"):
+        strata.nanmedian(big, axis=0)
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").iterdir())
+    # Within the budget: the time axis is made one chunk, the rest split to fit.
+    spec = strata.Spec(work_dir=tmp_path / "work2", allowed_mem="12MB", reserved_mem="1MB")
+    t = strata.random.random((400, 30, 40), chunks=(50, 30, 40), spec=spec)
+    p = strata.quantile(t, [0.1, 0.9], axis=0)
+    assert_eq(p, np.quantile(t.compute(), [0.1, 0.9], axis=0))
+
+
 def test_searchsorted_isin(rng):
     s = np.sort(rng.uniform(0, 10, 20))
     v = rng.uniform(-1, 11, (4, 5))

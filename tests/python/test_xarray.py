@@ -170,6 +170,10 @@ NEEDS_ISSUE_16 = {
                                       method="nearest"), has_pointwise_indexing, None),
     "median": (lambda d: d.median("time"), ("nanmedian",), "numpy.nanmedian"),
     "quantile": (lambda d: d.quantile(0.5, dim="time"), ("nanquantile",), "numpy.nanquantile"),
+    "quantiles two dims": (lambda d: d.quantile([0.1, 0.9], dim=["lat", "lon"],
+                                                method="nearest"),
+                           ("nanquantile",), "numpy.nanquantile"),
+    "median two dims": (lambda d: d.median(["time", "lon"]), ("nanmedian",), "numpy.nanmedian"),
     "argmax": (lambda d: d.argmax("lat"), ("nanargmax",), "numpy.nanargmax"),
     "cumsum": (lambda d: d.cumsum("time"), ("cumulative_sum",), "numpy.nancumsum"),
 }

@@ -73,6 +73,16 @@ Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype
 // the planner lowers. `min_mem` as Node::rechunk_min_mem.
 Array RechunkToGrid(const Array& x, const ChunkGrid& grid, int64_t min_mem = -1);
 
+// x rechunked so that each of `axes` (normalized) is one chunk and a block,
+// at `bytes_per_element` for all a task holds per element, fits in the task
+// budget (the other axes' chunks halved, largest first); InvalidArgument,
+// naming the axes and the budget, when one slice along them does not fit
+// (api/sorting.cc; sort, argsort, take_along_axis, quantiles).
+Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
+                             int64_t bytes_per_element, std::string_view op);
+Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element,
+                             std::string_view op);
+
 // A blockwise node from parts (fills id and name). `decorate` may set the
 // node's optional fields (region_fn, virtual_fill, streams_input) first.
 Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,

@@ -2,6 +2,7 @@
 #include "strata/api/sorting.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <numeric>
@@ -17,24 +18,34 @@ using internal_api::MakeBlockwise;
 
 namespace internal_api {
 
-// x rechunked so that `axis` is one chunk and a block of it, at
+// x rechunked so that every axis of `axes` is one chunk and a block of it, at
 // `bytes_per_element` for everything a task holds per element, fits in the
 // task budget (other axes' chunks halved, largest first, until it does).
-Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element,
-                             std::string_view op) {
+Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
+                             int64_t bytes_per_element, std::string_view op) {
   const int64_t budget = TaskMemoryBudget(*x.spec());
-  const Index n = std::max<Index>(1, x.shape()[axis]);
+  std::vector<bool> whole(x.ndim(), false);
+  Index n = 1;
+  for (int axis : axes) {
+    whole[axis] = true;
+    n *= std::max<Index>(1, x.shape()[axis]);
+  }
   const int64_t slice = n * bytes_per_element;
   if (slice > budget) {
+    std::vector<std::string> names;
+    for (int axis : axes) names.push_back(fmt::format("{} of extent {}", axis, x.shape()[axis]));
     return InvalidArgumentError(fmt::format(
-        "{}: axis {} of extent {} must be in one chunk, and one slice along it needs {} ({} bytes "
-        "per element with the copies a task holds), over allowed_mem less reserved_mem ({}); "
-        "raise allowed_mem or work along a shorter axis",
-        op, axis, x.shape()[axis], FormatBytes(slice), bytes_per_element, FormatBytes(budget)));
+        "{}: axis {} must be in one chunk, and one slice along {} needs {} ({} bytes per "
+        "element with the copies a task holds), over allowed_mem less reserved_mem ({}); "
+        "raise allowed_mem or work along {}",
+        op, fmt::join(names, " and axis "), axes.size() == 1 ? "it" : "them", FormatBytes(slice),
+        bytes_per_element, FormatBytes(budget),
+        axes.size() == 1 ? "a shorter axis" : "shorter axes"));
   }
   Shape chunks = x.chunksize();
-  for (int d = 0; d < x.ndim(); ++d) chunks[d] = std::max<Index>(1, chunks[d]);
-  chunks[axis] = n;
+  for (int d = 0; d < x.ndim(); ++d) {
+    chunks[d] = whole[d] ? std::max<Index>(1, x.shape()[d]) : std::max<Index>(1, chunks[d]);
+  }
   auto bytes = [&]() {
     Index e = 1;
     for (Index c : chunks) e *= c;
@@ -43,19 +54,24 @@ Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element
   while (bytes() > budget) {
     int widest = -1;
     for (int d = 0; d < x.ndim(); ++d) {
-      if (d != axis && chunks[d] > 1 && (widest < 0 || chunks[d] > chunks[widest])) widest = d;
+      if (!whole[d] && chunks[d] > 1 && (widest < 0 || chunks[d] > chunks[widest])) widest = d;
     }
     if (widest < 0) break;
     chunks[widest] = (chunks[widest] + 1) / 2;
   }
-  bool same = x.chunks().grid_shape()[axis] <= 1;
+  bool same = x.chunks().is_regular();
   for (int d = 0; d < x.ndim() && same; ++d) {
-    same = d == axis || x.chunks().chunk_shape()[d] <= chunks[d];
+    same = whole[d] ? x.chunks().grid_shape()[d] <= 1 : x.chunks().chunk_shape()[d] <= chunks[d];
   }
-  if (same && x.chunks().is_regular()) return x;
+  if (same) return x;
   Result<ChunkGrid> grid = ChunkGrid::Regular(x.shape(), chunks);
   if (!grid.ok()) return grid.status().WithContext(op);
   return RechunkToGrid(x, *grid);
+}
+
+Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element,
+                             std::string_view op) {
+  return WholeAlongAxes(x, {axis}, bytes_per_element, op);
 }
 
 }  // namespace internal_api

@@ -5,6 +5,7 @@
 // Array API and numpy names and signatures.
 #include <fmt/format.h>
 
+#include "strata/api/quantiles.h"
 #include "strata/python/binding.h"
 
 namespace strata::python {
@@ -262,6 +263,19 @@ void RegisterArrayExtras(py::module_& m) {
   m.def("argsort", [](const Array& x, int axis, bool descending, bool stable) {
     return Checked(argsort(x, axis, descending, stable));
   });
+  // Quantiles (api/quantiles.h): q flattened, method by numpy's name.
+  m.def("quantile", [](const Array& x, std::vector<double> q, bool q_is_scalar,
+                       std::optional<std::vector<int>> axes, const std::string& method,
+                       bool keepdims, bool skipna) {
+    QuantileOptions options;
+    options.axes = std::move(axes);
+    options.method = Unwrap(ParseQuantileMethod(method));
+    options.keepdims = keepdims;
+    options.skipna = skipna;
+    return Checked(quantile(x, std::move(q), options, q_is_scalar));
+  });
+  m.def("median", [](const Array& x, std::optional<std::vector<int>> axes, bool keepdims,
+                     bool skipna) { return Checked(median(x, std::move(axes), keepdims, skipna)); });
   m.def("take_along_axis", [](const Array& x, const Array& indices, int axis) {
     return CheckedIndex(take_along_axis(x, indices, axis));
   });
