@@ -349,6 +349,45 @@ def climate_tables(doc):
     return [(title, table(header, rows), cs)]
 
 
+def python_tables(doc):
+    work = [c for c in doc.get("cases", []) if c["case"] != "plan"]
+    rows = []
+    for c in work:
+        d = c["describe"]
+        what = (f"quadratic means T={d['t']}" if c["case"].startswith("quadratic")
+                else f"seed rechunk {tuple(d['shape'])}, {tuple(d['source_chunks'])} → "
+                     f"{tuple(d['target_chunks'])}")
+        rows.append([f"{what}, allowed_mem {d['allowed_mem']}",
+                     cell(summary(c, "cpp", "wall_s")), cell(summary(c, "python", "wall_s")),
+                     cell(ratio(c, "python/cpp")), cell(summary(c, "dask", "wall_s")),
+                     cell(ratio(c, "dask/python")), cell(summary(c, "numpy", "wall_s")),
+                     cell(ratio(c, "numpy/python")),
+                     " / ".join(num((median(c, k, "peak_rss_bytes") or 0) / MB, 0)
+                                for k in ("cpp", "python", "dask", "numpy")) + " MB"])
+    out = []
+    if work:
+        out.append(("Python against C++ (issue 15): the same workload through `import strata`, "
+                    "the C++ API or CLI, Dask and zarr-python + numpy; page cache warm; peers "
+                    "with their defaults. Goal: python / C++ ≤ 1.05",
+                    table(["workload", "C++ s", "python s", "python / C++", "dask s",
+                           "dask / python", "numpy s", "numpy / python",
+                           "peak RSS C++ / python / dask / numpy"], rows), work))
+    plan = [c for c in doc.get("cases", []) if c["case"] == "plan"]
+    for c in plan:
+        d = c["describe"]
+        tasks = median(c, "cpp", "plan_tasks")
+        rows = [["plan (after the first, median per plan)", cell(summary(c, "cpp", "plan_s"), digits=3),
+                 cell(summary(c, "python", "plan_s"), digits=3), cell(ratio(c, "python/cpp:plan_s"))],
+                ["first plan in the process", cell(summary(c, "cpp", "first_plan_s"), digits=3),
+                 cell(summary(c, "python", "first_plan_s"), digits=3),
+                 cell(ratio(c, "python/cpp:first_plan_s"))]]
+        out.append((f"Planning from Python: mean(sqrt(x) * 2 + 1, axis=0) over {d['shape']} in "
+                    f"chunks {d['chunks']} ({num(tasks, 0) if tasks else '?'} tasks), "
+                    f"{d['plans_per_process']} plans per process. Goal: python / C++ ≤ 1.10",
+                    table(["", "C++ s", "python s", "python / C++"], rows), [c]))
+    return out
+
+
 def contract_cell(c, contender="strata"):
     """The memory contract of a contender's kept runs: every task measured <=
     projected <= allowed_mem (issue 19), from the runs' extras."""
@@ -407,9 +446,10 @@ def weather_tables(doc):
 RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
              "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables,
-             "climate_ops": climate_tables, "weather_pipeline": weather_tables}
+             "climate_ops": climate_tables, "weather_pipeline": weather_tables,
+             "python_overhead": python_tables}
 ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy",
-         "climate_ops", "weather_pipeline"]
+         "climate_ops", "weather_pipeline", "python_overhead"]
 
 
 def refuse_reason(doc):
