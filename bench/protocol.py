@@ -703,12 +703,25 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--prepared", action="store_true",
                    help="also run each contender's prepared variant (page cache dropped, "
                         "memory pre-touched): a separate column, never the headline")
-    g.add_argument("--smoke", action="store_true",
+    g.add_argument("--smoke", action=_SmokeAction, nargs=0, default=False,
                    help="1 rep on tiny sizes, no disturbance check: tests the script end to "
-                        "end; its JSON is not a result")
+                        "end; its JSON is not a result (its data go to DIR-smoke unless "
+                        "--dir is given)")
     g.add_argument("--out", default=None,
                    help="where the JSON goes (default bench/results/NAME.json, or "
                         "build/bench/smoke/NAME.json with --smoke; '-' for stdout)")
+
+
+class _SmokeAction(argparse.Action):
+    """--smoke, which also moves a script's default --dir to DIR-smoke: the
+    scripts keep generated inputs in --dir and reuse them when they exist,
+    so a smoke run's tiny arrays must never be found by a full run."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.smoke = True
+        default = parser.get_default("dir")
+        if default is not None and getattr(namespace, "dir", None) == default:
+            namespace.dir = default.rstrip("/") + "-smoke"
 
 
 def settings_from(args) -> Settings:

@@ -132,7 +132,10 @@ def main():
             t = args.t or 20
             plane = (98, 192) if args.smoke else (987, 1920)
             allowed = "64MB" if args.smoke else "2GB"
-            u, v = os.path.join(d, f"u{t}.zarr"), os.path.join(d, f"v{t}.zarr")
+            # The inputs' names carry their whole shape: a --smoke run's
+            # small arrays in the same --dir must not stand in for these.
+            tag = f"{t}x{plane[0]}x{plane[1]}"
+            u, v = os.path.join(d, f"u{tag}.zarr"), os.path.join(d, f"v{tag}.zarr")
             for path, seed in [(u, 1), (v, 2)]:
                 if not os.path.exists(os.path.join(path, ".zarray")):
                     subprocess.run([strata_bin, "random", path, "--shape",
@@ -165,7 +168,7 @@ def main():
                              "allowed_mem": allowed})
         if "seed_rechunk" in args.cases:
             n, allowed = (1000, "64MB") if args.smoke else (10000, "400MB")
-            src = os.path.join(d, f"seed{n}.zarr")
+            src = os.path.join(d, f"seed{n}x{n}_{n}x{n // 10}.zarr")
             if not os.path.exists(os.path.join(src, ".zarray")):
                 subprocess.run([strata_bin, "random", src, "--shape", f"{n},{n}", "--chunks",
                                 f"{n},{n // 10}", "--seed", "0", "--overwrite"], check=True)
