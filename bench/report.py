@@ -102,6 +102,12 @@ def checks_note(cs):
 
 def footer(doc, cs):
     """How the table's figures were measured, from the document."""
+    if not cs:  # a table of counts (no timed case behind it)
+        git = doc.get("git", {})
+        commit = (git.get("commit") or "?")[:10] + (" + uncommitted changes"
+                                                    if git.get("dirty_files") else "")
+        return (f"_Counted, not timed; commit {commit}, {doc.get('date_start', '?')}. "
+                f"`{doc.get('command', '?')}`._")
     runs = [r for c in cs for rep in c.get("reps", []) for r in rep["runs"].values()]
     loads = [r["load_1min_before"] for r in runs if r.get("load_1min_before") is not None]
     other = [r["other_cores"] for r in runs if r.get("other_cores") is not None]
@@ -349,6 +355,37 @@ def climate_tables(doc):
     return [(title, table(header, rows), cs)]
 
 
+def sharding_tables(doc):
+    cs = [c for c in doc.get("cases", []) if len(c.get("contenders", {})) == 2]
+    rows = []
+    for c in cs:
+        sharded, unsharded = list(c["contenders"])
+        rows.append([c["case"], c["contenders"][sharded].get("label", sharded),
+                     cell(summary(c, sharded, "wall_s")), cell(summary(c, unsharded, "wall_s")),
+                     cell(ratio(c, f"{sharded}/{unsharded}")),
+                     f"{size(median(c, sharded, 'peak_rss_bytes'))} / "
+                     f"{size(median(c, unsharded, 'peak_rss_bytes'))}"])
+    d = cs[0]["describe"] if cs else {}
+    title = (f"Sharded Zarr v3 writes (issue 17): the seed array {tuple(d.get('shape', []))} "
+             f"float64 in chunks {tuple(d.get('source_chunks', []))}, into shards "
+             f"{tuple(d.get('shards', []))} of inner chunks {tuple(d.get('inner_chunks', []))} "
+             "against the unsharded v3 write of the same run; page cache warm. Goal: sharded / "
+             "unsharded ≤ 1.2")
+    out = [(title, table(["case", "sharded command", "sharded s", "unsharded s",
+                          "sharded / unsharded", "peak RSS sharded / unsharded"], rows), cs)]
+    pr = doc.get("partial_read")
+    if pr:
+        rows = [[name, f"{tuple(r['origin'])} + {tuple(r['shape'])}", size(r["bytes_read"]),
+                 f"{100 * r['fraction_of_bytes_read']:.2f}%"]
+                for name, r in pr.get("regions", {}).items()]
+        out.append((f"Partial reads of the sharded array ({size(pr.get('array_stored_bytes'))} "
+                    f"stored): a region of {100 * pr.get('region_fraction_of_elements', 0):.0f}% "
+                    "of the elements. Goal: ≤ 2% of the bytes", table(
+                        ["region", "origin + shape", "bytes read", "of the stored bytes"], rows),
+                    []))
+    return out
+
+
 def python_tables(doc):
     work = [c for c in doc.get("cases", []) if c["case"] != "plan"]
     rows = []
@@ -376,15 +413,16 @@ def python_tables(doc):
     for c in plan:
         d = c["describe"]
         tasks = median(c, "cpp", "plan_tasks")
-        rows = [["plan (after the first, median per plan)", cell(summary(c, "cpp", "plan_s"), digits=3),
-                 cell(summary(c, "python", "plan_s"), digits=3), cell(ratio(c, "python/cpp:plan_s"))],
-                ["first plan in the process", cell(summary(c, "cpp", "first_plan_s"), digits=3),
-                 cell(summary(c, "python", "first_plan_s"), digits=3),
+        ms = 1e-3
+        rows = [["plan (after the first, median per plan)", cell(summary(c, "cpp", "plan_s"), ms),
+                 cell(summary(c, "python", "plan_s"), ms), cell(ratio(c, "python/cpp:plan_s"))],
+                ["first plan in the process", cell(summary(c, "cpp", "first_plan_s"), ms),
+                 cell(summary(c, "python", "first_plan_s"), ms),
                  cell(ratio(c, "python/cpp:first_plan_s"))]]
         out.append((f"Planning from Python: mean(sqrt(x) * 2 + 1, axis=0) over {d['shape']} in "
                     f"chunks {d['chunks']} ({num(tasks, 0) if tasks else '?'} tasks), "
                     f"{d['plans_per_process']} plans per process. Goal: python / C++ ≤ 1.10",
-                    table(["", "C++ s", "python s", "python / C++"], rows), [c]))
+                    table(["", "C++ ms", "python ms", "python / C++"], rows), [c]))
     return out
 
 
@@ -447,9 +485,9 @@ RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
              "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables,
              "climate_ops": climate_tables, "weather_pipeline": weather_tables,
-             "python_overhead": python_tables}
+             "python_overhead": python_tables, "sharding": sharding_tables}
 ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy",
-         "climate_ops", "weather_pipeline", "python_overhead"]
+         "climate_ops", "weather_pipeline", "sharding", "python_overhead"]
 
 
 def refuse_reason(doc):

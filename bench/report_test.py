@@ -203,3 +203,56 @@ def test_a_weather_smoke_run_is_refused_unless_draft(tmp_path):
     with pytest.raises(report.Refused, match="smoke"):
         report.render(doc)
     assert "DRAFT" in report.render(doc, draft=True)
+
+
+def test_python_overhead_tables_come_from_the_json(tmp_path):
+    walls = {"cpp": 1.0, "python": 1.02, "dask": 2.04, "numpy": 3.06}
+    with fake_bench(tmp_path, "python_overhead", walls) as b:
+        b.case("quadratic_means t=20", [P.Contender(n, ["true"]) for n in walls],
+               ratios=[("python", "cpp"), ("dask", "python"), ("numpy", "python")],
+               describe={"t": 20, "shape": [20, 987, 1920], "chunks": [10, 987, 1920],
+                         "allowed_mem": "2GB"})
+        b.case("plan", [with_extra("cpp", plan_tasks=107124, plan_s=1e-4, first_plan_s=5e-4),
+                        with_extra("python", plan_tasks=107124, plan_s=2e-4,
+                                   first_plan_s=6e-4)],
+               ratios=[("python", "cpp")], ratio_keys=("plan_s", "first_plan_s"),
+               describe={"shape": "3160,3160", "chunks": "10,10", "plans_per_process": 5})
+    md = report.render(json.load(open(b.out)))
+    row = next(l for l in md.splitlines() if l.startswith("| quadratic means T=20"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:5] == ["1.00 (1.00–1.00)", "1.02 (1.02–1.02)", "1.02 (1.02–1.02)",
+                          "2.04 (2.04–2.04)"]
+    assert cells[5] == "2.00 (2.00–2.00)"   # dask / python, per rep
+    plan = next(l for l in md.splitlines() if l.startswith("| plan (after the first"))
+    assert [c.strip() for c in plan.strip("|").split("|")][1:] == [
+        "0.10 (0.10–0.10)", "0.20 (0.20–0.20)", "2.00 (2.00–2.00)"]
+    assert "(107124 tasks)" in md
+
+
+def test_sharding_tables_come_from_the_json(tmp_path):
+    walls = {"copy sharded": 1.5, "copy unsharded": 0.5}
+    with fake_bench(tmp_path, "sharding", walls) as b:
+        b.case("copy", [P.Contender(n, ["true"]) for n in walls],
+               ratios=[("copy sharded", "copy unsharded")],
+               describe={"shape": [10000, 10000], "source_chunks": [10000, 1000],
+                         "shards": [10000, 10000], "inner_chunks": [1000, 1000]})
+        b.doc["partial_read"] = {"regions": {"aligned": {
+            "origin": [4000, 4000], "shape": [1000, 1000], "bytes_read": 7008406,
+            "fraction_of_bytes_read": 0.0100022}}, "region_fraction_of_elements": 0.01,
+            "array_stored_bytes": 700687227}
+    md = report.render(json.load(open(b.out)))
+    row = next(l for l in md.splitlines() if l.startswith("| copy"))
+    assert "| 1.50 (1.50–1.50) | 0.50 (0.50–0.50) | 3.00 (3.00–3.00) |" in row
+    assert "| aligned | (4000, 4000) + (1000, 1000) | 7 MB | 1.00% |" in md
+    assert "_Counted, not timed;" in md
+
+
+def test_smoke_data_go_to_a_directory_of_their_own():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="build/bench/x")
+    P.add_arguments(ap)
+    assert ap.parse_args([]).dir == "build/bench/x"
+    assert ap.parse_args(["--smoke"]).dir == "build/bench/x-smoke"
+    assert ap.parse_args(["--smoke"]).smoke and not ap.parse_args([]).smoke
+    assert ap.parse_args(["--dir", "d", "--smoke"]).dir == "d"
+    assert ap.parse_args(["--smoke", "--dir", "d"]).dir == "d"
