@@ -21,12 +21,14 @@
 #include <tuple>
 #include <utility>
 
+#include "strata/api/batch_element.h"
 #include "strata/api/internal.h"
 #include "strata/core/kernels/linalg.h"
 #include "strata/strata.h"
 
 namespace strata {
 
+using internal_api::BatchElement;
 using internal_api::GridFromSizes;
 using internal_api::MakeBlockwise;
 using internal_api::NormalizeAxis;
@@ -155,8 +157,8 @@ class PartialProducts {
     Index linear = 0;
     do {
       ConstArrayView a2, b2;
-      STRATA_CHECK(AsMatrix(Element(av, idx), 0, fa, fa + nk, a2));
-      STRATA_CHECK(AsMatrix(Element(bv, idx), 0, nk, nk + fb, b2));
+      STRATA_CHECK(AsMatrix(BatchElement(av, idx), 0, fa, fa + nk, a2));
+      STRATA_CHECK(AsMatrix(BatchElement(bv, idx), 0, nk, nk + fb, b2));
       ArrayView o2 = ArrayView::Contiguous(out.data() + linear * out_step, dtype_, {m, n});
       STRATA_RETURN_IF_ERROR(MatMulAccumulate(a2, b2, o2));
       ++linear;
@@ -176,18 +178,6 @@ class PartialProducts {
       STRATA_RETURN_IF_ERROR(Cast(v, c.view()));
     }
     return c;
-  }
-
-  // The sub-view at batch index `idx` (extent-1 batch axes broadcast).
-  static ConstArrayView Element(const ConstArrayView& v, const Shape& idx) {
-    const int nb = static_cast<int>(idx.size());
-    const std::byte* p = v.data();
-    for (int i = 0; i < nb; ++i) {
-      if (v.shape()[i] != 1) p += idx[i] * v.byte_strides()[i];
-    }
-    Shape shape(v.shape().begin() + nb, v.shape().end());
-    Shape strides(v.byte_strides().begin() + nb, v.byte_strides().end());
-    return ConstArrayView(p, v.dtype(), std::move(shape), std::move(strides));
   }
 
   Operand a_, b_;

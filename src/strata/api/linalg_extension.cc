@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "strata/api/batch_element.h"
 #include "strata/api/internal.h"
 #include "strata/api/manipulation_extras.h"
 #include "strata/base/byte_size.h"
@@ -19,6 +20,7 @@
 
 namespace strata::linalg {
 
+using internal_api::BatchElement;
 using internal_api::GridFromSizes;
 using internal_api::MakeBlockwise;
 
@@ -85,18 +87,6 @@ struct CoreOp {
   int64_t scratch_per_matrix = 0;  // the function's own allocations
   CoreFunction fn;
 };
-
-// The sub-view of `v` at batch index `idx` (extent-1 batch axes broadcast).
-ConstArrayView BatchElement(const ConstArrayView& v, const Shape& idx) {
-  const int nb = static_cast<int>(idx.size());
-  const std::byte* p = v.data();
-  for (int i = 0; i < nb; ++i) {
-    if (v.shape()[i] != 1) p += idx[i] * v.byte_strides()[i];
-  }
-  Shape shape(v.shape().begin() + nb, v.shape().end());
-  Shape strides(v.byte_strides().begin() + nb, v.byte_strides().end());
-  return ConstArrayView(p, v.dtype(), std::move(shape), std::move(strides));
-}
 
 std::string CoreString(const Shape& core) {
   if (core.size() == 2) return fmt::format("{}x{}", core[0], core[1]);

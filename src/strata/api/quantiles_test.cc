@@ -83,6 +83,16 @@ bool CheckDtype(const NDArray& got, const NDArray& want) {
   return true;
 }
 
+// Runs the oracle and compares every pending result with numpy's.
+void ExpectAllNear(NumpyOracle& np, const std::vector<Pending>& pending) {
+  np.Run();
+  for (const Pending& p : pending) {
+    const NDArray want = np.First(p.id);
+    ExpectArrayNear(p.got, want, p.tol, p.tol, p.what + " = " + np.expr(p.id),
+                    CheckDtype(p.got, want));
+  }
+}
+
 double Tol(DType t) {
   if (t.id() == DTypeId::kFloat16) return 2e-3;
   return t.id() == DTypeId::kFloat32 ? 1e-6 : 1e-12;
@@ -135,12 +145,7 @@ TEST(QuantilesTest, EveryMethodAgainstNumpy) {
       }
     }
   }
-  np.Run();
-  for (const Pending& p : pending) {
-    const NDArray want = np.First(p.id);
-    ExpectArrayNear(p.got, want, p.tol, p.tol, p.what + " = " + np.expr(p.id),
-                    CheckDtype(p.got, want));
-  }
+  ExpectAllNear(np, pending);
 }
 
 TEST(QuantilesTest, MedianAgainstNumpy) {
@@ -190,12 +195,7 @@ TEST(QuantilesTest, MedianAgainstNumpy) {
       }
     }
   }
-  np.Run();
-  for (const Pending& p : pending) {
-    const NDArray want = np.First(p.id);
-    ExpectArrayNear(p.got, want, p.tol, p.tol, p.what + " = " + np.expr(p.id),
-                    CheckDtype(p.got, want));
-  }
+  ExpectAllNear(np, pending);
 }
 
 TEST(QuantilesTest, Refusals) {
