@@ -232,7 +232,11 @@ TEST(AdvancedIndexingTest, PointwiseSelectionReadsOnlyTheChunksItNeeds) {
   node.dtype = (*z)->dtype();
   node.grid = (*z)->grid();
   node.zarr = *z;
-  node.spec = std::make_shared<const Spec>(SmallSpec());
+  // Reads are counted: a straggler's backup (on a loaded machine) would
+  // read its chunks a second time.
+  Spec spec = SmallSpec();
+  spec.backup_tasks = false;
+  node.spec = std::make_shared<const Spec>(spec);
   Array x(MakeNode(std::move(node)));
   const std::vector<Index> lat = {19, 0, 1, 9, 3, 18, 2};
   const std::vector<Index> lon = {29, 0, 4, 12, 1, 26, 3};
