@@ -819,16 +819,31 @@ namespace {
 
 // pinv and matrix_rank with a tolerance per matrix: `rtol` (an array
 // broadcast against the batch axes) when given, else `tol` for all.
+struct Toleranced {
+  DType dtype;
+  Index m, n, k;
+  double tol;  // when not per matrix
+  bool per_matrix;
+  std::vector<CoreOperand> inputs;  // x, then rtol when given
+};
+
+Result<Toleranced> TolerancedInput(const char* op, const Array& x,
+                                   const std::optional<Array>& rtol,
+                                   std::optional<double> tol_in) {
+  STRATA_ASSIGN_OR_RETURN(DType dt, MatrixInput(op, x, false));
+  Toleranced t{dt, Rows(x), Cols(x), 0, 0, rtol.has_value(), {{x, 2}}};
+  t.k = std::min(t.m, t.n);
+  t.tol = tol_in ? *tol_in : static_cast<double>(std::max(t.m, t.n)) * Epsilon(dt);
+  if (rtol) t.inputs.push_back({*rtol, 0});
+  return t;
+}
+
 Array PinvImpl(const Array& x, const std::optional<Array>& rtol, std::optional<double> tol_in) {
-  Result<DType> dt = MatrixInput("linalg.pinv", x, false);
-  if (!dt.ok()) return Fail(dt.status());
-  const Index m = Rows(x), n = Cols(x), k = std::min(m, n);
-  const double tol = tol_in ? *tol_in : static_cast<double>(std::max(m, n)) * Epsilon(*dt);
-  std::vector<CoreOperand> inputs = {{x, 2}};
-  if (rtol) inputs.push_back({*rtol, 0});
-  const bool per_matrix = rtol.has_value();
+  Result<Toleranced> in_or = TolerancedInput("linalg.pinv", x, rtol, tol_in);
+  if (!in_or.ok()) return Fail(in_or.status());
+  auto [dt, m, n, k, tol, per_matrix, inputs] = std::move(*in_or);
   return MakeCoreOp(
-      {"linalg.pinv", std::move(inputs), {n, m}, *dt, ReducedSvdBytes(m, n),
+      {"linalg.pinv", std::move(inputs), {n, m}, dt, ReducedSvdBytes(m, n),
        [m, n, k, tol, per_matrix](std::span<const double* const> in, double* out,
                                   MemoryPool& pool) {
          const double t = per_matrix ? in[1][0] : tol;
@@ -851,13 +866,9 @@ Array PinvImpl(const Array& x, const std::optional<Array>& rtol, std::optional<d
 
 Array MatrixRankImpl(const Array& x, const std::optional<Array>& rtol,
                      std::optional<double> tol_in) {
-  Result<DType> dt = MatrixInput("linalg.matrix_rank", x, false);
-  if (!dt.ok()) return Fail(dt.status());
-  const Index m = Rows(x), n = Cols(x), k = std::min(m, n);
-  const double tol = tol_in ? *tol_in : static_cast<double>(std::max(m, n)) * Epsilon(*dt);
-  std::vector<CoreOperand> inputs = {{x, 2}};
-  if (rtol) inputs.push_back({*rtol, 0});
-  const bool per_matrix = rtol.has_value();
+  Result<Toleranced> in_or = TolerancedInput("linalg.matrix_rank", x, rtol, tol_in);
+  if (!in_or.ok()) return Fail(in_or.status());
+  auto [dt, m, n, k, tol, per_matrix, inputs] = std::move(*in_or);
   return MakeCoreOp(
       {"linalg.matrix_rank", std::move(inputs), {}, DTypeId::kInt64,
        lapack::SvdScratchBytes(m, n, false, false) + std::max<Index>(1, k) * 8,
