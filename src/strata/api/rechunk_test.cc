@@ -365,6 +365,21 @@ TEST_P(RechunkTest, ForcedDiskRunsTheMultistagePlan) {
   EXPECT_EQ(FileBytes(spec.work_dir), 0);
 }
 
+
+// A 200 kB task budget (allowed_mem 1.2 MB less 1 MB reserved) forced onto
+// the disk tier: with min_mem 12 kB, rechunks of these tests go through
+// intermediate stages on disk.
+Spec StagedDiskSpec(ExecutorKind executor, const std::string& work_dir) {
+  Spec spec;
+  spec.allowed_mem = "1.2MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = 2;
+  spec.tier = TierChoice::kDisk;
+  spec.executor = executor;
+  spec.work_dir = work_dir;
+  return spec;
+}
+
 // Rechunker's stages as Cubed runs them, on real data: a budget that makes
 // the stages store their intermediate chunks (split to fit both grids, so of
 // irregular sizes) on disk, and the store write the last stage's blocks,
@@ -375,13 +390,7 @@ TEST_P(RechunkTest, StagesStoreIntermediateChunksAndTheStoreWritesSeveral) {
   const Shape shape = {200, 150};
   WriteSource(dir.path() + "/src.zarr", shape, {200, 3}, 21);
   // A task budget of 200 kB (max_mem 40 kB) and min_mem 12 kB: two stages.
-  Spec spec;
-  spec.allowed_mem = "1.2MB";
-  spec.reserved_mem = "1MB";
-  spec.workers = 2;
-  spec.tier = TierChoice::kDisk;
-  spec.executor = GetParam();
-  spec.work_dir = dir.path() + "/work";
+  const Spec spec = StagedDiskSpec(GetParam(), dir.path() + "/work");
   const std::string dst = dir.path() + "/dst.zarr";
   auto build = [&](const Spec& s) {
     return from_zarr(dir.path() + "/src.zarr", s).rechunk({4, 150}, "12kB");
@@ -455,13 +464,7 @@ TEST_P(RechunkTest, AResumedRechunkRunsOnlyWhatTheMissingChunksNeed) {
     const Shape shape = {200, 150};
     const std::string src = dir.path() + "/src.zarr";
     WriteSource(src, shape, c.source_chunks, 23);
-    Spec spec;
-    spec.allowed_mem = "1.2MB";
-    spec.reserved_mem = "1MB";
-    spec.workers = 2;
-    spec.tier = TierChoice::kDisk;
-    spec.executor = GetParam();
-    spec.work_dir = dir.path() + "/work";
+    const Spec spec = StagedDiskSpec(GetParam(), dir.path() + "/work");
     auto build = [&](const std::string& dst) {
       return to_zarr(from_zarr(src, spec).rechunk({4, 150}, "12kB"), dst);
     };
