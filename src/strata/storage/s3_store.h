@@ -122,6 +122,7 @@ class S3Store : public Store {
   Status ErasePrefix(std::string_view prefix) override;
   // "s3://bucket/prefix" (never credentials or query options).
   std::string url() const override;
+  bool cheap_ranged_reads() const override { return false; }
 
   const Options& options() const { return options_; }
 

@@ -117,6 +117,11 @@ class Store {
   // Reads `key` as text (metadata documents); NotFound when absent.
   Result<std::string> GetString(std::string_view key);
 
+  // False where every read is a request over the network (S3): a planner
+  // then prefers few large reads to many ranged ones (a chunk decoded once
+  // and shared rather than parts of it read by each reader).
+  virtual bool cheap_ranged_reads() const { return true; }
+
   // Where this store lives, for messages: "/data/out", "memory://", "s3://b/p".
   virtual std::string url() const = 0;
 };

@@ -7,12 +7,23 @@
 // the library unchecked. Compression and decompression use the *_ctx entry
 // points with one internal thread: they share no global state, so any number
 // of Strata threads may call them at once.
+//
+// Partial decoding (DecodeRuns): the blocks of a frame are compressed
+// independently and the header is followed by the stored offset of each
+// ("bstarts"), so a run of the decoded bytes needs only the blocks covering
+// it. Each is decoded by libblosc as a frame of one block: the 20 bytes
+// before the block's stored bytes (already decoded, or not needed) are
+// overwritten with a header for it and its one offset, so nothing is copied.
 #include <blosc.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
+#include <cstring>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "strata/base/byte_size.h"
 #include "strata/storage/codec/codec_internal.h"
@@ -21,6 +32,81 @@ namespace strata::internal_codec {
 namespace {
 
 constexpr std::array<std::string_view, 5> kCnames = {"lz4", "lz4hc", "blosclz", "zstd", "zlib"};
+
+// The header flag that says a block was compressed as one stream, not split
+// per byte of the element (blosc 1.x's "dont_split"): the last block of a
+// frame, shorter than the others, is never split.
+constexpr uint8_t kDontSplit = 0x10;
+// A frame of one block: the 16-byte header and the block's stored offset.
+constexpr int64_t kOneBlockPrefix = BLOSC_MIN_HEADER_LENGTH + 4;
+// Blocks fetched with one read at most (bounds the scratch of DecodeRuns to
+// a few blocks beside the decoded one).
+constexpr int64_t kBlocksPerRead = 8;
+
+uint32_t LoadLe32(const std::byte* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+void StoreLe32(std::byte* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+
+// The fields of a frame's 16-byte header, checked for consistency.
+struct FrameHeader {
+  uint8_t version = 0;
+  uint8_t compressor_version = 0;
+  uint8_t flags = 0;
+  uint8_t typesize = 0;
+  int64_t nbytes = 0;
+  int64_t blocksize = 0;
+  int64_t cbytes = 0;
+
+  bool memcpyed() const { return (flags & BLOSC_MEMCPYED) != 0; }
+  int64_t nblocks() const { return blocksize == 0 ? 0 : (nbytes + blocksize - 1) / blocksize; }
+
+  static Result<FrameHeader> Parse(std::span<const std::byte> bytes) {
+    if (bytes.size() < BLOSC_MIN_HEADER_LENGTH) {
+      return DataLossError(
+          fmt::format("blosc: encoded chunk is {} bytes, shorter than the {}-byte blosc header",
+                      bytes.size(), BLOSC_MIN_HEADER_LENGTH));
+    }
+    FrameHeader h;
+    h.version = static_cast<uint8_t>(bytes[0]);
+    h.compressor_version = static_cast<uint8_t>(bytes[1]);
+    h.flags = static_cast<uint8_t>(bytes[2]);
+    h.typesize = static_cast<uint8_t>(bytes[3]);
+    h.nbytes = LoadLe32(bytes.data() + 4);
+    h.blocksize = LoadLe32(bytes.data() + 8);
+    h.cbytes = LoadLe32(bytes.data() + 12);
+    if (h.version != BLOSC_VERSION_FORMAT || (h.flags & 0x08) != 0) {
+      return DataLossError(fmt::format(
+          "blosc: frame format version {} with flags {:#x} is not one libblosc {} decodes",
+          h.version, h.flags, BLOSC_VERSION_STRING));
+    }
+    if (h.nbytes > static_cast<int64_t>(BLOSC_MAX_BUFFERSIZE) || h.cbytes < BLOSC_MIN_HEADER_LENGTH) {
+      return DataLossError(fmt::format("blosc: invalid frame header (records {} decoded bytes, {} "
+                                       "frame bytes)",
+                                       h.nbytes, h.cbytes));
+    }
+    if (h.nbytes == 0) return h;
+    if (h.memcpyed()) {
+      if (h.nbytes + BLOSC_MAX_OVERHEAD != h.cbytes) {
+        return DataLossError(fmt::format(
+            "blosc: header of an uncompressed frame records {} decoded bytes in a {}-byte frame",
+            h.nbytes, h.cbytes));
+      }
+      return h;
+    }
+    if (h.blocksize == 0 || h.blocksize > h.nbytes || h.blocksize > static_cast<int64_t>(BLOSC_MAX_BLOCKSIZE) ||
+        h.typesize == 0 || BLOSC_MIN_HEADER_LENGTH + 4 * h.nblocks() > h.cbytes) {
+      return DataLossError(fmt::format(
+          "blosc: inconsistent header ({} decoded bytes in blocks of {}, {}-byte frame)", h.nbytes,
+          h.blocksize, h.cbytes));
+    }
+    return h;
+  }
+};
 
 class BloscCodec final : public BytesCodec {
  public:
@@ -59,6 +145,138 @@ class BloscCodec final : public BytesCodec {
   Result<std::optional<int64_t>> DecodedSize(std::span<const std::byte> encoded) const override {
     STRATA_ASSIGN_OR_RETURN(int64_t nbytes, CheckFrame(encoded));
     return std::optional<int64_t>(nbytes);
+  }
+
+  bool decodes_runs() const override { return true; }
+
+  Result<int64_t> RunUnit(std::span<const std::byte> header) const override {
+    STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(header));
+    // An uncompressed frame is read byte range by byte range.
+    return h.memcpyed() || h.nbytes == 0 ? int64_t{1} : h.blocksize;
+  }
+
+  Status DecodeRuns(const EncodedRangeReader& read, int64_t decoded_size,
+                    std::span<const DecodedRun> runs, MemoryPool& scratch) const override {
+    STRATA_ASSIGN_OR_RETURN(Buffer head, read(0, BLOSC_MIN_HEADER_LENGTH));
+    STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(head.span()));
+    if (h.nbytes != decoded_size) return DecodedSizeMismatch("blosc", h.nbytes, decoded_size);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      STRATA_CHECK(runs[i].offset >= 0 &&
+                   runs[i].offset + static_cast<int64_t>(runs[i].out.size()) <= decoded_size &&
+                   (i == 0 || runs[i].offset >= runs[i - 1].offset +
+                                                    static_cast<int64_t>(runs[i - 1].out.size())))
+          << "blosc: run " << i << " at " << runs[i].offset << " is out of order or bounds";
+    }
+    if (runs.empty() || h.nbytes == 0) return Status::Ok();
+    if (h.memcpyed()) {
+      for (const DecodedRun& r : runs) {
+        if (r.out.empty()) continue;
+        STRATA_ASSIGN_OR_RETURN(
+            Buffer bytes, read(BLOSC_MAX_OVERHEAD + r.offset, static_cast<int64_t>(r.out.size())));
+        std::memcpy(r.out.data(), bytes.data(), r.out.size());
+      }
+      return Status::Ok();
+    }
+    const int64_t nblocks = h.nblocks();
+    const int64_t blocksize = h.blocksize;
+    const int64_t data_start = BLOSC_MIN_HEADER_LENGTH + 4 * nblocks;
+    STRATA_ASSIGN_OR_RETURN(Buffer table, read(BLOSC_MIN_HEADER_LENGTH, 4 * nblocks));
+    std::vector<int64_t> starts(nblocks), ends(nblocks);
+    for (int64_t j = 0; j < nblocks; ++j) {
+      starts[j] = LoadLe32(table.data() + 4 * j);
+      if (starts[j] < data_start || starts[j] >= h.cbytes) {
+        return DataLossError(fmt::format(
+            "blosc: block {} of {} starts at byte {}, outside the {}-byte frame's blocks", j,
+            nblocks, starts[j], h.cbytes));
+      }
+    }
+    table.Reset();
+    // A block's bytes end where the next stored block begins (several
+    // compressing threads may have stored blocks out of order).
+    std::vector<int64_t> by_start(nblocks);
+    std::iota(by_start.begin(), by_start.end(), 0);
+    std::sort(by_start.begin(), by_start.end(),
+              [&](int64_t a, int64_t b) { return starts[a] < starts[b]; });
+    for (int64_t i = 0; i < nblocks; ++i) {
+      const int64_t j = by_start[i];
+      ends[j] = i + 1 < nblocks ? starts[by_start[i + 1]] : h.cbytes;
+      if (ends[j] <= starts[j]) {
+        return DataLossError(fmt::format("blosc: blocks {} and {} of a {}-byte frame start at the "
+                                         "same byte {}",
+                                         j, by_start[i + 1], h.cbytes, starts[j]));
+      }
+    }
+    // The blocks the runs touch, in stored order.
+    std::vector<int64_t> needed;
+    for (const DecodedRun& r : runs) {
+      if (r.out.empty()) continue;
+      const int64_t first = r.offset / blocksize;
+      const int64_t last = (r.offset + static_cast<int64_t>(r.out.size()) - 1) / blocksize;
+      for (int64_t j = needed.empty() ? first : std::max(first, needed.back() + 1); j <= last; ++j) {
+        needed.push_back(j);
+      }
+    }
+    std::sort(needed.begin(), needed.end(),
+              [&](int64_t a, int64_t b) { return starts[a] < starts[b]; });
+    Buffer block;  // a decoded block, when no run takes one whole
+    size_t g = 0;
+    while (g < needed.size()) {
+      // One read for consecutive stored blocks, with the 20 bytes before the
+      // first (there is always a header and an offset table before it).
+      size_t end = g + 1;
+      while (end < needed.size() && static_cast<int64_t>(end - g) < kBlocksPerRead &&
+             ends[needed[end - 1]] == starts[needed[end]]) {
+        ++end;
+      }
+      const int64_t from = starts[needed[g]] - kOneBlockPrefix;
+      STRATA_ASSIGN_OR_RETURN(Buffer bytes, read(from, ends[needed[end - 1]] - from));
+      for (size_t n = g; n < end; ++n) {
+        const int64_t j = needed[n];
+        const int64_t begin = j * blocksize;
+        const int64_t bsize = std::min(blocksize, h.nbytes - begin);
+        std::byte* frame = bytes.data() + (starts[j] - kOneBlockPrefix - from);
+        frame[0] = static_cast<std::byte>(h.version);
+        frame[1] = static_cast<std::byte>(h.compressor_version);
+        frame[2] = static_cast<std::byte>(bsize < blocksize ? h.flags | kDontSplit : h.flags);
+        frame[3] = static_cast<std::byte>(h.typesize);
+        StoreLe32(frame + 4, static_cast<uint32_t>(bsize));
+        StoreLe32(frame + 8, static_cast<uint32_t>(bsize));
+        StoreLe32(frame + 12, static_cast<uint32_t>(kOneBlockPrefix + ends[j] - starts[j]));
+        StoreLe32(frame + 16, static_cast<uint32_t>(kOneBlockPrefix));
+        // The runs overlapping the block (sorted, not overlapping each other).
+        auto it = std::partition_point(runs.begin(), runs.end(), [&](const DecodedRun& r) {
+          return r.offset + static_cast<int64_t>(r.out.size()) <= begin;
+        });
+        std::byte* dest = nullptr;
+        if (it != runs.end() && it->offset <= begin &&
+            it->offset + static_cast<int64_t>(it->out.size()) >= begin + bsize) {
+          dest = it->out.data() + (begin - it->offset);  // one run takes the whole block
+        } else {
+          if (block.empty()) {
+            STRATA_ASSIGN_OR_RETURN(block, scratch.Allocate(blocksize));
+          }
+          dest = block.data();
+        }
+        const int decoded = blosc_decompress_ctx(frame, dest, static_cast<size_t>(bsize),
+                                                 /*numinternalthreads=*/1);
+        if (decoded != bsize) {
+          return DataLossError(fmt::format(
+              "blosc: block {} of {} (bytes [{}, {}) of a {}-byte frame) is corrupt (libblosc "
+              "error {})",
+              j, nblocks, starts[j], ends[j], h.cbytes, decoded));
+        }
+        if (dest != block.data()) continue;
+        for (; it != runs.end() && it->offset < begin + bsize; ++it) {
+          if (it->out.empty()) continue;
+          const int64_t lo = std::max(begin, it->offset);
+          const int64_t hi = std::min(begin + bsize, it->offset + static_cast<int64_t>(it->out.size()));
+          std::memcpy(it->out.data() + (lo - it->offset), block.data() + (lo - begin),
+                      static_cast<size_t>(hi - lo));
+        }
+      }
+      g = end;
+    }
+    return Status::Ok();
   }
 
   Status DecodeInto(std::span<const std::byte> input, std::span<std::byte> output) const override {

@@ -108,6 +108,8 @@ Result<std::shared_ptr<const ChunkCodec>> ChunkCodec::Make(ChunkEncoding encodin
   const bool keeps_layout =
       encoding.transpose.empty() || KeepsLayout(encoding.transpose, chunk_shape);
   codec.identity_ = codec.codecs_.empty() && !codec.needs_byteswap_ && keeps_layout;
+  codec.reads_runs_ = keeps_layout && (codec.codecs_.empty() ||
+                                       (codec.codecs_.size() == 1 && codec.codecs_[0]->decodes_runs()));
 
   // Count the chunk-sized buffers held at once by walking Decode's and
   // Encode's steps (a compressor's output is counted as chunk-sized).
@@ -218,6 +220,57 @@ Status ChunkCodec::Decode(std::span<const std::byte> encoded, const ArrayView& o
   CopyArray(stored_as_chunk(bytes.data()), out);
   if (needs_byteswap_) ByteSwapView(out, component_size);
   return Status::Ok();
+}
+
+namespace {
+
+// Raw stored bytes: runs closer than this are fetched with one read.
+constexpr int64_t kRawReadGap = 64 << 10;
+// The most one read of raw runs fetches.
+constexpr int64_t kRawReadMax = 4 << 20;
+
+}  // namespace
+
+Status ChunkCodec::DecodeRuns(const EncodedRangeReader& read, std::span<const DecodedRun> runs,
+                              MemoryPool& scratch) const {
+  STRATA_CHECK(reads_runs_) << "DecodeRuns on a codec that cannot decode part of a chunk";
+  if (!codecs_.empty()) {
+    STRATA_RETURN_IF_ERROR(codecs_[0]->DecodeRuns(read, chunk_bytes_, runs, scratch));
+  } else {
+    size_t g = 0;
+    while (g < runs.size()) {
+      size_t end = g + 1;
+      int64_t last = runs[g].offset + static_cast<int64_t>(runs[g].out.size());
+      while (end < runs.size() && runs[end].offset - last <= kRawReadGap &&
+             runs[end].offset + static_cast<int64_t>(runs[end].out.size()) - runs[g].offset <=
+                 kRawReadMax) {
+        last = runs[end].offset + static_cast<int64_t>(runs[end].out.size());
+        ++end;
+      }
+      STRATA_CHECK(runs[g].offset >= 0 && last <= chunk_bytes_)
+          << "raw run [" << runs[g].offset << ", " << last << ") outside a chunk of "
+          << chunk_bytes_ << " bytes";
+      if (last > runs[g].offset) {
+        STRATA_ASSIGN_OR_RETURN(Buffer bytes, read(runs[g].offset, last - runs[g].offset));
+        for (size_t i = g; i < end; ++i) {
+          if (runs[i].out.empty()) continue;
+          std::memcpy(runs[i].out.data(), bytes.data() + (runs[i].offset - runs[g].offset),
+                      runs[i].out.size());
+        }
+      }
+      g = end;
+    }
+  }
+  if (needs_byteswap_) {
+    for (const DecodedRun& r : runs) ByteSwapInPlace(r.out, encoding_.dtype.component_size());
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> ChunkCodec::RunUnit(std::span<const std::byte> header) const {
+  STRATA_CHECK(reads_runs_) << "RunUnit on a codec that cannot decode part of a chunk";
+  if (codecs_.empty()) return int64_t{1};
+  return codecs_[0]->RunUnit(header);
 }
 
 Result<Buffer> ChunkCodec::Encode(const ConstArrayView& chunk, MemoryPool& pool) const {

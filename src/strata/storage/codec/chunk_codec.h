@@ -53,6 +53,24 @@ class ChunkCodec {
   // `pool`, sized to the encoded length.
   Result<Buffer> Encode(const ConstArrayView& chunk, MemoryPool& pool) const;
 
+  // Partial reads: true when a run of the chunk's C-order bytes can be
+  // decoded from part of its stored bytes, i.e. the stored layout is the
+  // chunk's C order and the bytes codecs are none (raw bytes, read as they
+  // are) or one that decodes runs (blosc; BytesCodec::DecodeRuns). Checksums
+  // and stream compressors need every stored byte.
+  bool reads_runs() const { return reads_runs_; }
+  // Decodes `runs` (offsets in the chunk's C-order bytes, sorted, not
+  // overlapping) from what `read` fetches of the stored chunk. Requires
+  // reads_runs(). Scratch from `scratch`; DataLoss as Decode.
+  Status DecodeRuns(const EncodedRangeReader& read, std::span<const DecodedRun> runs,
+                    MemoryPool& scratch) const;
+  // What a partial read decodes at least, given the first
+  // BytesCodec::kRunUnitHeaderBytes of a stored chunk (1 for raw bytes;
+  // blosc's block size). Requires reads_runs().
+  Result<int64_t> RunUnit(std::span<const std::byte> header) const;
+  // True when RunUnit needs a stored chunk's header.
+  bool run_unit_needs_header() const { return reads_runs_ && !codecs_.empty(); }
+
   // Chunk-sized buffers beyond the chunk itself that Decode/Encode hold at
   // once (see the file comment).
   int read_copies() const { return read_copies_; }
@@ -67,6 +85,7 @@ class ChunkCodec {
   int64_t max_encoded_bytes_ = 0;
   bool identity_ = false;
   bool needs_byteswap_ = false;
+  bool reads_runs_ = false;
   int read_copies_ = 0;
   int write_copies_ = 0;
   std::vector<std::unique_ptr<const BytesCodec>> codecs_;

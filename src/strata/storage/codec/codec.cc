@@ -54,6 +54,15 @@ Result<std::span<const std::byte>> BytesCodec::DecodedSubrange(
       fmt::format("{} does not decode to a sub-range of its input", CodecName(spec())));
 }
 
+Status BytesCodec::DecodeRuns(const EncodedRangeReader&, int64_t, std::span<const DecodedRun>,
+                              MemoryPool&) const {
+  return InternalError(fmt::format("{} cannot decode part of a chunk", CodecName(spec())));
+}
+
+Result<int64_t> BytesCodec::RunUnit(std::span<const std::byte>) const {
+  return InternalError(fmt::format("{} cannot decode part of a chunk", CodecName(spec())));
+}
+
 Result<Buffer> BytesCodec::Encode(std::span<const std::byte> input, MemoryPool& pool) const {
   STRATA_ASSIGN_OR_RETURN(Buffer output,
                           pool.Allocate(MaxEncodedSize(static_cast<int64_t>(input.size()))));

@@ -13,6 +13,7 @@
 #define STRATA_STORAGE_CODEC_CODEC_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +24,17 @@
 #include "strata/storage/codec/codec_spec.h"
 
 namespace strata {
+
+// Partial decoding (BytesCodec::DecodeRuns): fetches `length` stored bytes
+// at `offset` of one encoded chunk (a ranged read of its object) into a new
+// buffer of exactly that size. DataLoss when fewer bytes are stored.
+using EncodedRangeReader = std::function<Result<Buffer>(int64_t offset, int64_t length)>;
+
+// A run of a decoded chunk's bytes, and where it goes.
+struct DecodedRun {
+  int64_t offset = 0;        // in the decoded bytes
+  std::span<std::byte> out;  // out.size() bytes from `offset`
+};
 
 class BytesCodec {
  public:
@@ -58,6 +70,24 @@ class BytesCodec {
   virtual bool appends_checksum() const { return false; }
   virtual Result<std::span<const std::byte>> DecodedSubrange(
       std::span<const std::byte> input) const;
+
+  // Partial decoding. A format made of independently compressed blocks
+  // (blosc) decodes some runs of its output from the stored bytes of the
+  // blocks that hold them, fetched through `read`, without the rest of the
+  // frame: decodes_runs() is true and DecodeRuns decodes `runs` (sorted by
+  // offset, not overlapping), each block once, into their destinations.
+  // `decoded_size` is what the whole frame must decode to. Scratch (the
+  // fetched bytes, a decoded block) comes from `scratch`. DataLoss when the
+  // frame is corrupt or truncated, or records another decoded size.
+  virtual bool decodes_runs() const { return false; }
+  virtual Status DecodeRuns(const EncodedRangeReader& read, int64_t decoded_size,
+                            std::span<const DecodedRun> runs, MemoryPool& scratch) const;
+  // The bytes a partial decode of the frame beginning with `header` (its
+  // first kRunUnitHeaderBytes bytes, or all of a shorter frame) decodes at
+  // least, whatever run it is asked for: blosc's block size. A planner's
+  // estimate; DataLoss for a malformed header.
+  static constexpr int64_t kRunUnitHeaderBytes = 16;
+  virtual Result<int64_t> RunUnit(std::span<const std::byte> header) const;
 
   // Encode into a new buffer from `pool`, sized to the encoded length.
   Result<Buffer> Encode(std::span<const std::byte> input, MemoryPool& pool) const;

@@ -182,7 +182,25 @@ class ZarrArray {
   // fill value, which zarr-python always writes).
   bool IsFillChunk(const ConstArrayView& data) const;
 
-  // Reads any region into `out` (shape == region.shape).
+  // Reads `part` (array coordinates, inside the box of chunk `block` of an
+  // unsharded array) into `out` (shape == part.shape). Where the codec
+  // decodes runs (ChunkCodec::reads_runs: raw bytes, blosc) only the stored
+  // bytes holding `part` are fetched and decoded (ranged reads; blosc's
+  // blocks covering it); otherwise the whole chunk is read into a temporary.
+  // Returns false (and writes the fill value) when the chunk is missing.
+  // DataLoss for a corrupt chunk, naming it.
+  Result<bool> ReadChunkPart(std::span<const Index> block, const Box& part, const ArrayView& out,
+                             MemoryPool& pool) const;
+
+  // For planners: the bytes a partial read (ReadChunkPart) decodes at least,
+  // whatever part it asks for (1 for raw bytes; blosc's block size, read from
+  // the header of the first stored chunk among the first few), or nullopt
+  // when parts are decoded from whole chunks (the codec; a sharded array) or
+  // no chunk was found. The header is read once per array.
+  std::optional<int64_t> PartialReadUnit() const;
+
+  // Reads any region into `out` (shape == region.shape); chunks it covers
+  // partly through ReadChunkPart.
   Status ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const;
 
   // Writes any region; partially covered chunks are read, updated and
@@ -268,6 +286,8 @@ class ZarrArray {
   Status WriteFillJournal(std::vector<Index> batch) const;
   // Appends the chunk indices a journal object records (below num_blocks).
   static void ReadFillJournal(std::string_view text, Index num_blocks, std::vector<Index>& out);
+  mutable std::once_flag partial_unit_once_;
+  mutable std::optional<int64_t> partial_unit_;  // set once, under partial_unit_once_
   // Decoded shard indexes, most recently used last (a few hundred at most).
   static constexpr size_t kIndexCacheEntries = 256;
   mutable std::mutex index_mu_;
