@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "strata/plan/capacity_ledger.h"
 #include "strata/plan/passes_internal.h"
 #include "strata/plan/plan_test_util.h"
@@ -94,6 +96,52 @@ TEST(PlannerTest, TiersAgreeWithTheRechunkStrategy) {
   ASSERT_TRUE(source->materialized);
   EXPECT_EQ(source->tier, Tier::kMemory);
   EXPECT_NE(source->tier_reason.find("fits in RAM"), std::string::npos);
+}
+
+// A blosc source whose blocks let each target decode only what it needs is
+// read in place: no source op, no intermediate, whatever RAM is left; where
+// the blocks are as large as the chunks (each target would decode every
+// chunk again), or a tier is forced, it is published as before.
+TEST(PlannerTest, BloscSourceWithSmallBlocksIsReadInPlace) {
+  // The seed case's geometry. Only chunk 0.0 is "stored": the 16-byte header
+  // of a blosc frame of 80 MB in blocks of `blocksize` (what the planner
+  // reads).
+  auto with_blocks = [](int64_t blocksize) {
+    auto x = SourceNode({10000, 10000}, {10000, 1000}, DTypeId::kFloat64);
+    std::vector<std::byte> header(16);
+    const uint32_t fields[] = {80'000'000, static_cast<uint32_t>(blocksize), 80'000'016};
+    header[0] = std::byte{2};  // blosc 1.x frame format
+    header[1] = std::byte{1};
+    header[2] = std::byte{1};  // byte shuffle
+    header[3] = std::byte{8};
+    std::memcpy(header.data() + 4, fields, sizeof(fields));
+    EXPECT_TRUE(x->zarr->store()->Set(x->zarr->ChunkStoreKey(std::vector<Index>{0, 0}), header).ok());
+    return x;
+  };
+  for (int64_t total : {int64_t{16'000'000'000}, 600 * kMB}) {
+    auto x = with_blocks(1 << 20);
+    auto stored = StoreNode(RechunkNode(x, {1000, 10000}));
+    auto plan = PlanOf({stored}, PlanSpec(400 * kMB, TierChoice::kAuto, kDefaultReservedMem, total));
+    ASSERT_TRUE(plan);
+    const std::string text = plan->ToText();
+    EXPECT_NE(text.find("read in place"), std::string::npos) << text;
+    EXPECT_NE(text.find("1.13 bytes decoded per byte"), std::string::npos) << text;
+    for (const PlannedOp& op : plan->ops()) {
+      EXPECT_EQ(op.tier, Tier::kNone) << text;
+      if (op.node.get() == x.get()) EXPECT_FALSE(op.materialized) << text;
+    }
+  }
+  // Blocks of a whole chunk: each of the ten targets would decode it all.
+  auto whole = PlanOf({StoreNode(RechunkNode(with_blocks(80'000'000), {1000, 10000}))},
+                      PlanSpec(400 * kMB));
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->ToText().find("read in place"), std::string::npos) << whole->ToText();
+  EXPECT_NE(whole->ToText().find("fits in"), std::string::npos) << whole->ToText();
+  // A forced tier is obeyed.
+  auto forced = PlanOf({StoreNode(RechunkNode(with_blocks(1 << 20), {1000, 10000}))},
+                       PlanSpec(400 * kMB, TierChoice::kMemory));
+  ASSERT_TRUE(forced);
+  EXPECT_EQ(forced->ToText().find("read in place"), std::string::npos) << forced->ToText();
 }
 
 TEST(CapacityLedgerTest, CapacityIsWhatWorkersAndResultsLeave) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "strata/base/byte_size.h"
 
@@ -228,6 +229,78 @@ ChunkGrid SplitGrid(const Shape& shape, const Shape& a, const Shape& b) {
   }
   if (regular) return *ChunkGrid::Regular(shape, chunks);
   return *ChunkGrid::Rectilinear(std::move(sizes));
+}
+
+}  // namespace strata
+
+namespace strata {
+
+double PartialReadAmplification(const Shape& shape, const Shape& source, const Shape& target,
+                                int64_t itemsize, int64_t unit) {
+  constexpr double kTooMany = 1e6;
+  constexpr Index kRunsCountedOneByOne = 64;
+  const int rank = static_cast<int>(shape.size());
+  if (rank == 0 || unit <= 0 || itemsize <= 0) return HUGE_VAL;
+  // The pieces of the first source chunk: per axis, the target blocks it meets.
+  std::vector<std::vector<std::pair<Index, Index>>> axis_pieces(rank);
+  double pieces = 1;
+  for (int i = 0; i < rank; ++i) {
+    const Index extent = std::min(source[i], shape[i]);
+    if (extent <= 0 || target[i] <= 0) return 1.0;  // nothing to read
+    for (Index lo = 0; lo < extent;) {
+      const Index hi = std::min(extent, (lo / target[i] + 1) * target[i]);
+      axis_pieces[i].push_back({lo, hi - lo});
+      lo = hi;
+    }
+    pieces *= static_cast<double>(axis_pieces[i].size());
+    if (pieces > kTooMany) return HUGE_VAL;
+  }
+  std::vector<int64_t> strides(rank);
+  int64_t stride = itemsize;
+  for (int i = rank - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= source[i];
+  }
+  const int64_t chunk_bytes = stride;
+  double decoded = 0;
+  Shape at(rank, 0), counts(rank);
+  for (int i = 0; i < rank; ++i) counts[i] = static_cast<Index>(axis_pieces[i].size());
+  do {
+    Shape origin(rank), extent(rank);
+    for (int i = 0; i < rank; ++i) std::tie(origin[i], extent[i]) = axis_pieces[i][at[i]];
+    // C-order runs: trailing axes the piece covers whole merge into one.
+    int m = rank - 1;
+    int64_t run = extent[m] * itemsize;
+    while (m > 0 && extent[m] == source[m]) {
+      --m;
+      run *= extent[m];
+    }
+    int64_t base = 0;
+    for (int i = 0; i < rank; ++i) base += origin[i] * strides[i];
+    Index runs = 1;
+    for (int i = 0; i < m; ++i) runs *= extent[i];
+    int64_t touched = 0;
+    if (runs <= kRunsCountedOneByOne) {
+      const Shape outer(extent.begin(), extent.begin() + m);
+      Shape idx(m, 0);
+      int64_t last = -1;  // the last unit counted (runs come in increasing order)
+      do {
+        int64_t offset = base;
+        for (int i = 0; i < m; ++i) offset += idx[i] * strides[i];
+        const int64_t first_unit = std::max(offset / unit, last + 1);
+        const int64_t last_unit = (offset + run - 1) / unit;
+        if (last_unit >= first_unit) touched += last_unit - first_unit + 1;
+        last = std::max(last, last_unit);
+      } while (NextIndex(idx, outer));
+    } else {
+      int64_t end = base + run;
+      for (int i = 0; i < m; ++i) end += (extent[i] - 1) * strides[i];
+      const int64_t spanned = (end - 1) / unit - base / unit + 1;
+      touched = std::min<int64_t>(spanned, runs * ((run - 1) / unit + 2));
+    }
+    decoded += static_cast<double>(std::min(touched * unit, chunk_bytes));
+  } while (NextIndex(at, counts));
+  return decoded / static_cast<double>(chunk_bytes);
 }
 
 }  // namespace strata

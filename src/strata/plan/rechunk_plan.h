@@ -106,6 +106,17 @@ ChunkGrid SplitGrid(const Shape& shape, const Shape& a, const Shape& b);
 // one-stage exchange moves.
 int64_t ExchangePieces(const Shape& shape, const Shape& source, const Shape& target);
 
+// Reading a rechunk's input in place, each target block decoding only the
+// parts of the source chunks it needs (ZarrArray::ReadChunkPart): the bytes
+// decoded per byte of the source, when a partial read decodes whole units of
+// `unit` bytes of a chunk's C-order bytes (blosc's blocks) covering the runs
+// it wants. Estimated on the first source chunk (a regular grid repeats its
+// pattern); infinity when its pieces are too many to count (more than a
+// million). 1 means each source byte is decoded once, as a decode that is
+// published for all readers does.
+double PartialReadAmplification(const Shape& shape, const Shape& source, const Shape& target,
+                                int64_t itemsize, int64_t unit);
+
 }  // namespace strata
 
 #endif  // STRATA_PLAN_RECHUNK_PLAN_H_

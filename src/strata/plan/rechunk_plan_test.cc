@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 namespace strata {
@@ -239,6 +240,47 @@ TEST(PlanMultistageTest, IntermediateToTargetNeedsNoMoreStages) {
   const RechunkStage& s = second->stages[0];
   EXPECT_EQ(s.read, s.intermediate);
   EXPECT_EQ(s.intermediate, s.write);
+}
+
+
+// Reading in place: what each target's parts decode, per source byte.
+TEST(PartialReadAmplificationTest, RowsOfAColumnChunkDecodeEachBlockAboutOnce) {
+  // Issue 14's W4: (20000, 500) -> (500, 20000) float64; each piece is 500
+  // whole rows of a source chunk, 2 MB: in units that tile the pieces, each
+  // byte is decoded once.
+  EXPECT_DOUBLE_EQ(
+      PartialReadAmplification({20000, 20000}, {20000, 500}, {500, 20000}, 8, 500'000), 1.0);
+  // In blosc's blocks of 1 MiB, the block two pieces share is decoded by
+  // both: 1.52 bytes per byte.
+  EXPECT_NEAR(
+      PartialReadAmplification({20000, 20000}, {20000, 500}, {500, 20000}, 8, 1 << 20), 1.52, 0.01);
+  // The seed case: 1000 rows of 1000 columns, 8 MB pieces.
+  EXPECT_DOUBLE_EQ(
+      PartialReadAmplification({10000, 10000}, {10000, 1000}, {1000, 10000}, 8, 1'000'000), 1.0);
+  EXPECT_NEAR(
+      PartialReadAmplification({10000, 10000}, {10000, 1000}, {1000, 10000}, 8, 1 << 20), 1.13, 0.01);
+}
+
+TEST(PartialReadAmplificationTest, ColumnsOfARowChunkDecodeItAllForEachPiece) {
+  // The transpose of W4: each piece is 500 columns of every row of a
+  // (500, 20000) chunk, so it touches every block: 40 pieces, 40 decodes.
+  EXPECT_DOUBLE_EQ(
+      PartialReadAmplification({20000, 20000}, {500, 20000}, {20000, 500}, 8, 1 << 20), 40.0);
+  // Read as raw elements, each byte about once (the estimate counts a unit
+  // more per run).
+  EXPECT_NEAR(PartialReadAmplification({20000, 20000}, {500, 20000}, {20000, 500}, 8, 8), 1.0,
+              0.01);
+}
+
+TEST(PartialReadAmplificationTest, RaggedEdgesAndLimits) {
+  // A chunk larger than the array: the pieces of the first chunk cover the
+  // array, never more than the chunk.
+  const double edge = PartialReadAmplification({30, 7}, {64, 8}, {10, 7}, 4, 256);
+  EXPECT_GT(edge, 0.0);
+  EXPECT_LE(edge, 1.0);
+  // More than a million pieces in one chunk: not counted.
+  EXPECT_EQ(PartialReadAmplification({2000, 2000}, {2000, 2000}, {1, 1}, 8, 4096), HUGE_VAL);
+  EXPECT_EQ(PartialReadAmplification({}, {}, {}, 8, 4096), HUGE_VAL);
 }
 
 }  // namespace

@@ -179,6 +179,12 @@ Status TaskRunner::ExchangeInto(const Node& node, std::span<const Index> block, 
       status = RegionOf(in, k, Translate(part, kbox.origin), dst, frame);
       return;
     }
+    if (in.kind == NodeKind::kZarrSource && !in.zarr->is_sharded()) {
+      // Read in place: only the stored bytes holding the part, where the
+      // codec decodes runs (else the chunk through a temporary).
+      status = in.zarr->ReadChunkPart(k, part, dst, *frame.pool).status();
+      return;
+    }
     Result<BlockView> held = Obtain(in, k, frame);
     if (!held.ok()) {
       status = held.status();
