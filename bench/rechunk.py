@@ -22,7 +22,9 @@ Workloads:
   W1  10000x10000, (10000,1000) -> (1000,10000), allowed_mem 400MB (Cubed #502)
   W4  20000x20000, (20000,500) -> (500,20000), allowed_mem 1GB
   W5  the cliff: (R,20000), (R,500) -> (500,20000) with R chosen so that the
-      array is 0.5x..3x --total-system-mem (2GB), allowed_mem 400MB; Strata
+      array is 0.5x..3x --total-system-mem (2GB), allowed_mem 400MB (source
+      codec --cliff-codec: blosc is read in place, with no intermediate;
+      zstd:level=1 is published to RAM and spilled past it); Strata
       and the bound (Dask with --cliff-dask), seconds per GB, with the tier
       each plan chose. Strata runs here without --quiet, so that the plan it
       executes (tiers, spill or multistage, and why) is recorded from its own
@@ -90,12 +92,12 @@ def executor_bench_args(default_dir):
     return ap.parse_args()
 
 
-def make_source(strata, path, shape, chunks, seed):
+def make_source(strata, path, shape, chunks, seed, codec=None):
     if not os.path.exists(os.path.join(path, ".zarray")):
         P.log(f"writing source {path}")
         subprocess.run([strata, "random", path, "--shape", ",".join(map(str, shape)), "--chunks",
-                        ",".join(map(str, chunks)), "--seed", str(seed), "--overwrite"],
-                       check=True)
+                        ",".join(map(str, chunks)), "--seed", str(seed), "--overwrite"] +
+                       (["--codec", codec] if codec else []), check=True)
     return P.tree_bytes(path)
 
 
@@ -329,6 +331,7 @@ def run_cliff(b, args):
     b.doc["cliff"] = {"shape": f"(R, {cols}) float64", "source_chunks": f"(R, {col_chunk})",
                       "target_chunks": target, "allowed_mem": cfg["allowed_mem"],
                       "total_system_mem": tsm, "total_system_mem_bytes": tsm_bytes,
+                      "source_codec": args.cliff_codec or "blosc (strata random's default)",
                       "strata_command": f"strata rechunk SRC DST --chunks {col_chunk},{cols} "
                                         f"--allowed-mem {cfg['allowed_mem']} --total-system-mem "
                                         f"{tsm} --work-dir WORK --history H (not --quiet: the "
@@ -338,7 +341,7 @@ def run_cliff(b, args):
         logical = rows * cols * 8
         shape, src_chunks = [rows, cols], [rows, col_chunk]
         src = os.path.join(d, f"src_{rows}.zarr")
-        stored = make_source(strata, src, shape, src_chunks, seed=5)
+        stored = make_source(strata, src, shape, src_chunks, seed=5, codec=args.cliff_codec)
         outputs = Outputs(d)
         opts = ["--allowed-mem", cfg["allowed_mem"], "--total-system-mem", tsm]
         chunks_arg = f"{col_chunk},{cols}"
@@ -406,6 +409,10 @@ def main():
     ap.add_argument("--total-system-mem", default=None, help="W5's (default 2GB)")
     ap.add_argument("--cliff-allowed-mem", default=None, help="W5's (default 400MB)")
     ap.add_argument("--cliff-dask", action="store_true", help="W5 with Dask too")
+    ap.add_argument("--cliff-codec", default=None,
+                    help="W5's source codec (strata random --codec; default blosc, which the "
+                         "planner reads in place: zstd makes it publish the source, so that the "
+                         "memory and spill tiers are what is measured)")
     ap.add_argument("--bin", default="build/release/bin")
     ap.add_argument("--bound", default="build/release/bench/rechunk_bound")
     ap.add_argument("--dir", default="build/bench/rechunk")

@@ -227,7 +227,9 @@ def source(strata, tmp_path_factory):
     return src
 
 
-RECHUNK = ("--chunks", "40,1200", "--allowed-mem", "64MB")
+# The memory tier, forced: left to choose, the planner reads this blosc
+# source in place (each target decodes only its rows), and no block moves.
+RECHUNK = ("--chunks", "40,1200", "--allowed-mem", "64MB", "--tier", "memory")
 HOSTS_LINE = re.compile(r"^mpi: (\d+) ranks on (\d+) hosts: (.*); hosts' memory sums to .* "
                         r"\((\d+) bytes\); total_system_mem .* \((\d+) bytes, their sum\)$", re.M)
 HOST_ENTRY = re.compile(r"(\S+) \[ranks ([\d,]+)\] .* \((\d+) bytes\)")
