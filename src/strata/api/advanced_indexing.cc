@@ -18,10 +18,18 @@
 #include <algorithm>
 #include <numeric>
 
+#include "strata/api/array.h"
+#include "strata/api/compute.h"
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/gather_internal.h"
 #include "strata/api/internal.h"
+#include "strata/api/manipulation.h"
+#include "strata/api/manipulation_extras.h"
+#include "strata/api/reduction.h"
 #include "strata/base/byte_size.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-// NumPy's indexing beyond strata.h's getitem (integers and slices): integer
+// NumPy's indexing beyond api/indexing.h's getitem (integers and slices): integer
 // arrays on several axes at once with broadcasting (advanced indexing, and
 // Dask's pointwise `vindex`), boolean masks, Ellipsis and newaxis; take with
 // the indices given as a Strata array; and nonzero.
@@ -41,7 +41,8 @@
 #include <optional>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/api/indexing.h"
 
 namespace strata {
 

@@ -1,7 +1,9 @@
 #include "strata/api/array.h"
 
+#include "strata/api/chunks.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
-#include "strata/strata.h"
+#include "strata/api/manipulation.h"
 
 namespace strata {
 namespace {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "strata/api/internal.h"
+#include "strata/api/plan_checks.h"
 
 namespace strata {
 
@@ -110,6 +111,23 @@ Result<ChunkGrid> NormalizeChunks(const ChunksRequest& request, const Shape& sha
     return ChunkGrid::Regular(shape, c);
   }
   return internal_api::GridFromSizes(std::move(sizes));
+}
+
+Array rechunk(const Array& x, Shape chunks, ByteSize min_mem) {
+  if (!x.ok()) return x;
+  Result<ChunkGrid> grid = internal_api::GridFor(x.shape(), chunks, x.dtype(), *x.spec(), "rechunk");
+  if (!grid.ok()) return Array::FromStatus(grid.status());
+  // The exchange's key functions hold an entry per block along each axis.
+  Status limits = internal_api::CheckBlockCount(x.chunks(), fmt::format("rechunk: {}", x.name()));
+  if (limits.ok()) limits = internal_api::CheckBlockCount(*grid, "rechunk: the target");
+  if (!limits.ok()) return Array::FromStatus(limits);
+  int64_t min_bytes = -1;
+  if (min_mem.is_set()) {
+    Result<int64_t> r = min_mem.Resolve("rechunk min_mem");
+    if (!r.ok()) return Array::FromStatus(r.status());
+    min_bytes = *r;
+  }
+  return internal_api::RechunkToGrid(x, *grid, min_bytes);
 }
 
 Array rechunk(const Array& x, const ChunkGrid& grid) {

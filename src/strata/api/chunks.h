@@ -1,6 +1,6 @@
-// Chunks as Python users write them: Dask's normalize_chunks rules, shared by
-// every creation function and rechunk of the Python package (and usable from
-// C++).
+// rechunk, and chunks as Python users write them: Dask's normalize_chunks
+// rules, shared by every creation function and rechunk of the Python package
+// (and usable from C++).
 //
 //   "auto"                 every axis auto
 //   "100MB" (a ByteSize)   every axis auto, blocks of at most that size
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "strata/api/array.h"
+#include "strata/base/byte_size.h"
 #include "strata/base/status.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/plan/spec.h"
@@ -53,6 +54,11 @@ struct ChunksRequest {
 Result<ChunkGrid> NormalizeChunks(const ChunksRequest& request, const Shape& shape, DType dtype,
                                   const Spec& spec, std::string_view op);
 
+// New chunks, same data. How the data moves (one exchange through RAM, or
+// rechunker's stages through disk or an object store) is the planner's
+// choice; `min_mem` is the smallest intermediate chunk a stage may store
+// (default max_mem / 20, as in Cubed).
+Array rechunk(const Array& x, Shape chunks, ByteSize min_mem = {});
 // x with exactly `grid` (regular or rectilinear); the same shape required.
 Array rechunk(const Array& x, const ChunkGrid& grid);
 // x rechunked as `request` says (NormalizeChunks with x's shape, dtype, spec).

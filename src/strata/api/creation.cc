@@ -1,5 +1,7 @@
 // Creation functions: virtual arrays computed per block, in-memory arrays,
 // Zarr sources.
+#include "strata/api/creation.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,9 +11,9 @@
 
 #include "strata/api/internal.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/kernels/elementwise.h"
 #include "strata/core/synthetic.h"
 #include "strata/storage/zarr/zarr_array.h"
-#include "strata/strata.h"
 
 namespace strata {
 

@@ -5,8 +5,9 @@
 
 #include <cstring>
 
+#include "strata/api/creation.h"
 #include "strata/api/internal.h"
-#include "strata/strata.h"
+#include "strata/api/manipulation.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-// Creation functions of the Array API 2024.12 beyond strata.h's: the *_like
+// Creation functions of the Array API 2024.12 beyond api/creation.h's: the *_like
 // family, meshgrid, tril/triu, and construction from external memory (what
 // from_dlpack does for a Python caller: wrap memory someone else owns without
 // copying it).

@@ -1,5 +1,5 @@
 // The Array API's data type functions: can_cast, finfo, iinfo, isdtype and
-// result_type (astype is in strata.h).
+// result_type (astype is in api/elementwise.h).
 //
 // They answer from the same type rules the elementwise ops use
 // (PromoteTypes in core/kernels/elementwise.h), so result_type(a, b) is the

@@ -1,8 +1,9 @@
 // Elementwise operations: unary and binary math, where, clip, astype.
+#include "strata/api/elementwise.h"
+
 #include <fmt/format.h>
 
 #include "strata/api/internal.h"
-#include "strata/strata.h"
 
 namespace strata {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata::internal_api {
 

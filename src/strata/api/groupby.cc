@@ -18,16 +18,20 @@
 // block of x is (x's block over the other axes) x G x W values, so the budget
 // bounds G times the other axes' chunk size; states that cannot fit (one per
 // partial task, 5 per combine task) are refused when the array is built.
+#include "strata/api/groupby.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 #include <memory>
 
+#include "strata/api/compute.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
+#include "strata/api/reduction.h"
 #include "strata/base/byte_size.h"
 #include "strata/base/tuning.h"
-#include "strata/strata.h"
 
 namespace strata {
 namespace internal_api {

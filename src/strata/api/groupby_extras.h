@@ -1,5 +1,5 @@
 // groupby_reduce with options: NaN skipping (xarray's skipna), the
-// statistics beyond strata.h's (var, std, first, last, argmin, argmax) and
+// statistics beyond api/groupby.h's (var, std, first, last, argmin, argmax) and
 // labels given as a chunked Strata array.
 //
 //   GroupbyOptions o;  o.num_groups = 12;         // skipna: floats skip NaN
@@ -28,7 +28,9 @@
 #include <optional>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/api/groupby.h"
+#include "strata/core/kernels/reduction.h"
 
 namespace strata {
 
@@ -45,7 +47,7 @@ struct GroupbyOptions {
 Array groupby_reduce(const Array& x, std::vector<int64_t> labels, int axis, ReduceOp op,
                      const GroupbyOptions& options);
 // (No default for `options`: a braced label list must keep choosing the
-// host-labels overload of strata.h.)
+// host-labels overload of api/groupby.h.)
 Array groupby_reduce(const Array& x, const Array& labels, int axis, ReduceOp op,
                      const GroupbyOptions& options);
 

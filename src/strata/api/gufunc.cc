@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "strata/api/internal.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

@@ -29,7 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/api/map_blocks.h"
 
 namespace strata {
 

@@ -9,13 +9,15 @@
 // allowed_mem. So a step-1 slice keeps the input's chunk boundaries, a large
 // step does not make 1-element blocks, and a scattered take cannot make one
 // task read the whole axis.
+#include "strata/api/indexing.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "strata/api/creation.h"
 #include "strata/api/internal.h"
-#include "strata/strata.h"
 
 namespace strata {
 

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "strata/api/array.h"
-#include "strata/strata.h"
+#include "strata/api/groupby_extras.h"
+#include "strata/core/kernels/reduction.h"
+#include "strata/plan/node.h"
 
 namespace strata::internal_api {
 
@@ -100,7 +102,7 @@ int64_t TaskMemoryBudget(const Spec& spec);
 // array covering `region` of that input (for gathers over several blocks).
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype);
 
-// groupby_reduce (strata.h) with the number of states merged per combine
+// groupby_reduce (api/groupby.h) with the number of states merged per combine
 // round fixed (>= 2; 0 picks the most that fit in allowed_mem), so tests can
 // force many rounds. InvalidArgument for split_every 1 or negative.
 // `sparse` false keeps the dense group states (G per block) even where blocks

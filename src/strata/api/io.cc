@@ -1,11 +1,14 @@
-// to_zarr and compute/plan.
+// to_zarr: a store node writing an array into a new or existing Zarr array.
+#include "strata/api/io.h"
+
 #include <fmt/format.h>
 
+#include "strata/api/chunks.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
 #include "strata/api/plan_checks.h"
 #include "strata/base/byte_size.h"
 #include "strata/storage/zarr/zarr_array.h"
-#include "strata/strata.h"
 
 namespace strata {
 
@@ -216,52 +219,6 @@ Array to_zarr(const Array& x, const std::string& path, ToZarrOptions options) {
   Result<std::shared_ptr<ZarrTarget>> target = ZarrTarget::Make(path, std::move(m), options.overwrite);
   if (!target.ok()) return Array::FromStatus(target.status().WithContext(fmt::format("to_zarr {}", path)));
   return StoreNode(in, *std::move(target), "to_zarr");
-}
-
-Result<std::shared_ptr<const Plan>> plan(const std::vector<Array>& arrays,
-                                         const PlanOptions& options) {
-  STRATA_RETURN_IF_ERROR(internal_api::FirstError(arrays));
-  if (arrays.empty()) return InvalidArgumentError("plan: no arrays given");
-  STRATA_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSpec(*internal_api::SpecOf(arrays)));
-  std::vector<std::shared_ptr<const Node>> nodes;
-  for (const Array& a : arrays) nodes.push_back(a.node());
-  STRATA_RETURN_IF_ERROR(internal_api::CheckGridLimits(nodes));
-  STRATA_RETURN_IF_ERROR(internal_api::CheckNoAliasing(nodes));
-  return BuildPlan(nodes, spec, options);
-}
-
-Result<std::vector<NDArray>> compute(const std::vector<Array>& arrays,
-                                     const ComputeOptions& options,
-                                     const PlanOptions& plan_options) {
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> p, plan(arrays, plan_options));
-  STRATA_ASSIGN_OR_RETURN(ComputeResult result, Execute(*p, options));
-  std::vector<NDArray> out;
-  for (auto& a : result.arrays) out.push_back(a ? std::move(*a) : NDArray());
-  return out;
-}
-
-Result<NDArray> compute(const Array& array, const ComputeOptions& options,
-                        const PlanOptions& plan_options) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<NDArray> out, compute(std::vector<Array>{array}, options,
-                                                            plan_options));
-  return std::move(out[0]);
-}
-
-Array rechunk(const Array& x, Shape chunks, ByteSize min_mem) {
-  if (!x.ok()) return x;
-  Result<ChunkGrid> grid = internal_api::GridFor(x.shape(), chunks, x.dtype(), *x.spec(), "rechunk");
-  if (!grid.ok()) return Array::FromStatus(grid.status());
-  // The exchange's key functions hold an entry per block along each axis.
-  Status limits = internal_api::CheckBlockCount(x.chunks(), fmt::format("rechunk: {}", x.name()));
-  if (limits.ok()) limits = internal_api::CheckBlockCount(*grid, "rechunk: the target");
-  if (!limits.ok()) return Array::FromStatus(limits);
-  int64_t min_bytes = -1;
-  if (min_mem.is_set()) {
-    Result<int64_t> r = min_mem.Resolve("rechunk min_mem");
-    if (!r.ok()) return Array::FromStatus(r.status());
-    min_bytes = *r;
-  }
-  return internal_api::RechunkToGrid(x, *grid, min_bytes);
 }
 
 }  // namespace strata

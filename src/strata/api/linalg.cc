@@ -14,6 +14,8 @@
 // When the partial products of the operands' chunks would not fit in
 // allowed_mem (a large output block from thin operands, say), the chunks are
 // halved, largest saving first, until they do.
+#include "strata/api/linalg.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,9 +24,12 @@
 #include <utility>
 
 #include "strata/api/batch_element.h"
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
+#include "strata/api/reduction.h"
+#include "strata/core/kernels/elementwise.h"
 #include "strata/core/kernels/linalg.h"
-#include "strata/strata.h"
 
 namespace strata {
 

@@ -10,9 +10,16 @@
 #include <limits>
 #include <numeric>
 
+#include "strata/api/array.h"
 #include "strata/api/batch_element.h"
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
+#include "strata/api/indexing.h"
 #include "strata/api/internal.h"
+#include "strata/api/linalg.h"
+#include "strata/api/manipulation.h"
 #include "strata/api/manipulation_extras.h"
+#include "strata/api/reduction.h"
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/core/kernels/lapack.h"

@@ -39,7 +39,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata::linalg {
 

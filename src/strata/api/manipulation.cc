@@ -1,12 +1,16 @@
 // Manipulation: permute_dims, expand_dims, squeeze, broadcast_to, concat,
 // stack, flip, reshape. Each is one blockwise op with per-axis key functions;
 // reshape rechunks first when its blocks would not map onto whole blocks.
+#include "strata/api/manipulation.h"
+
 #include <fmt/format.h>
 
 #include <numeric>
 
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
-#include "strata/strata.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

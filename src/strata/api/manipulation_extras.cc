@@ -6,8 +6,16 @@
 #include <algorithm>
 #include <numeric>
 
+#include "strata/api/array.h"
+#include "strata/api/compute.h"
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/gather_internal.h"
+#include "strata/api/indexing.h"
 #include "strata/api/internal.h"
+#include "strata/api/manipulation.h"
+#include "strata/api/reduction.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

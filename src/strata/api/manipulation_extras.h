@@ -1,4 +1,4 @@
-// Manipulation functions of the Array API 2024.12 beyond strata.h's:
+// Manipulation functions of the Array API 2024.12 beyond api/manipulation.h's:
 // broadcast_arrays, broadcast_shapes, moveaxis, matrix_transpose, repeat,
 // roll, tile, unstack, and vecdot.
 //
@@ -16,7 +16,8 @@
 #include <optional>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/base/status.h"
 
 namespace strata {
 

@@ -8,10 +8,12 @@
 // shape, as many per axis as the inputs have. The function runs inside the
 // task with the task's MemoryPool, so what it allocates there is measured, and
 // `extra_mem` joins the task's memory projection.
+#include "strata/api/map_blocks.h"
+
 #include <fmt/format.h>
 
 #include "strata/api/internal.h"
-#include "strata/strata.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 namespace {

@@ -1,9 +1,9 @@
 // The elementwise functions of api/math_extras.h, as thin wrappers of
-// strata.h's unary()/binary()/clip().
+// api/elementwise.h's unary()/binary()/clip().
 #include "strata/api/math_extras.h"
 
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
-#include "strata/strata.h"
 
 namespace strata {
 

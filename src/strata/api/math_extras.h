@@ -1,4 +1,4 @@
-// The Array API 2024.12 elementwise functions strata.h does not declare:
+// The Array API 2024.12 elementwise functions api/elementwise.h does not declare:
 // inverse hyperbolic functions, reciprocal, signbit, copysign, hypot,
 // logaddexp, nextafter, the standard's spellings of the inverse
 // trigonometric functions (acos, asin, atan, atan2: the same ops as arccos,
@@ -6,7 +6,7 @@
 // "no bound".
 //
 // Each is one elementwise op (broadcasting, Array API type promotion, chunk
-// unification as in strata.h), fused like every other elementwise op and with
+// unification as in api/elementwise.h), fused like every other elementwise op and with
 // no memory beyond its input and output blocks. Type rules
 // (core/kernels/elementwise.h): functions of bool and integer inputs compute
 // in float64, except signbit, which gives bool for every real dtype; the

@@ -2,7 +2,7 @@
 // nanvar, nanstd, nanmin, nanmax, nanargmin, nanargmax.
 //
 // Each is a reduction built like sum (partial reduce of every block, tree of
-// combines, finalize: see strata.h's ReduceOptions): one pass over the input,
+// combines, finalize: see api/reduction.h's ReduceOptions): one pass over the input,
 // carrying the count of non-NaN elements beside the sum (nanmean), the
 // moments (nanvar/nanstd, Chan's merge) or the extreme and its position. A
 // fused elementwise chain in front streams strip by strip like any partial
@@ -28,7 +28,8 @@
 #include <optional>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/api/reduction.h"
 
 namespace strata {
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "strata/api/creation.h"
 #include "strata/api/gather_internal.h"
 #include "strata/api/internal.h"
 

@@ -20,7 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/api/map_blocks.h"
 
 namespace strata {
 

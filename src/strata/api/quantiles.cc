@@ -11,6 +11,8 @@
 #include <cmath>
 #include <limits>
 
+#include "strata/api/array.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
 #include "strata/core/dtype_dispatch.h"
 

@@ -34,7 +34,8 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
+#include "strata/base/status.h"
 
 namespace strata {
 

@@ -1,14 +1,16 @@
 // Reductions as a tree (shared/DESIGN.md): a partial reduce of every block into
 // a small state, combine rounds that merge up to split_every states per axis,
 // and a finalize step that turns the last state into the result.
+#include "strata/api/reduction.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
 #include "strata/base/tuning.h"
-#include "strata/strata.h"
 
 namespace strata {
 

@@ -5,8 +5,13 @@
 
 #include <algorithm>
 
+#include "strata/api/array.h"
+#include "strata/api/creation.h"
 #include "strata/api/creation_extras.h"
+#include "strata/api/elementwise.h"
+#include "strata/api/indexing.h"
 #include "strata/api/internal.h"
+#include "strata/api/manipulation.h"
 #include "strata/core/dtype_dispatch.h"
 
 namespace strata {

@@ -25,7 +25,7 @@
 
 #include <optional>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata {
 

@@ -6,9 +6,13 @@
 #include <algorithm>
 
 #include "strata/api/advanced_indexing.h"
+#include "strata/api/array.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
+#include "strata/api/manipulation.h"
 #include "strata/api/sorting.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

@@ -13,7 +13,7 @@
 
 #include <optional>
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata {
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "strata/api/compute.h"
+#include "strata/api/creation.h"
 #include "strata/api/internal.h"
 #include "strata/core/dtype_dispatch.h"
 

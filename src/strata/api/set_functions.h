@@ -19,7 +19,7 @@
 #ifndef STRATA_API_SET_FUNCTIONS_H_
 #define STRATA_API_SET_FUNCTIONS_H_
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata {
 

@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <numeric>
 
+#include "strata/api/array.h"
+#include "strata/api/creation.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
 #include "strata/base/byte_size.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/kernels/elementwise.h"
 
 namespace strata {
 

@@ -17,7 +17,7 @@
 #ifndef STRATA_API_SORTING_H_
 #define STRATA_API_SORTING_H_
 
-#include "strata/strata.h"
+#include "strata/api/array.h"
 
 namespace strata {
 

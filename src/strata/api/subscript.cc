@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "strata/api/array.h"
+#include "strata/api/chunks.h"
+#include "strata/api/elementwise.h"
 #include "strata/api/internal.h"
+#include "strata/api/manipulation.h"
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
 

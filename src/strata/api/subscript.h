@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "strata/api/array.h"
-#include "strata/strata.h"
+#include "strata/api/indexing.h"
 
 namespace strata {
 

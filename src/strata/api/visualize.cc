@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "strata/api/compute.h"
 #include "strata/base/byte_size.h"
-#include "strata/strata.h"
 
 extern char** environ;
 
