@@ -8,6 +8,7 @@ LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.
 and ASAN_OPTIONS=detect_leaks=0, as tests/CMakeLists.txt sets).
 """
 import os
+import sys
 import zlib
 
 import numpy as np
@@ -15,12 +16,60 @@ import pytest
 
 import strata
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from s3_server import S3Server  # noqa: E402
+
+# The buckets the S3 server of the `s3_server` fixture has.
+S3_BUCKETS = ["pybucket"]
+
 
 @pytest.fixture
 def spec(tmp_path):
     # Small budgets keep the suites fast and make plans multi-block.
     return strata.Spec(work_dir=tmp_path / "work", allowed_mem="100MB", reserved_mem="1MB",
                        workers=2)
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """s3rver on 127.0.0.1 (tests/s3_server.py), one per test module."""
+    s = S3Server(S3_BUCKETS)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """This process's AWS_* settings pointing at s3_server (strata's S3
+    stores read them when they open)."""
+    for k, v in s3_server.env().items():
+        if k.startswith("AWS_"):
+            monkeypatch.setenv(k, v)
+    for k in ("AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    return s3_server
+
+
+@pytest.fixture
+def computes(monkeypatch):
+    """The number of strata computes run (every path to the engine's compute
+    goes through _strata.compute: Array.compute, __array__, bool(), ...)."""
+    count = [0]
+    real = strata._core._strata.compute
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+    monkeypatch.setattr(strata._core._strata, "compute", counting)
+
+    class Counter:
+        @property
+        def n(self):
+            return count[0]
+
+        def reset(self):
+            count[0] = 0
+    return Counter()
 
 
 @pytest.fixture
