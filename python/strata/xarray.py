@@ -218,6 +218,15 @@ def _pop_to(attrs, encoding, key):
     return v
 
 
+def _float_dtype(choose, dtype, encoding):
+    """xarray's float dtype for scaled data: 2023.01 asks whether there is
+    an offset, 2024.x looks at the scale and offset themselves."""
+    import inspect
+    if "mapping" in inspect.signature(choose).parameters:
+        return choose(dtype, encoding)
+    return choose(dtype, "add_offset" in encoding)
+
+
 def _decode_lazy(name, x, attrs, encoding, mask_and_scale):
     """xarray's CF decoding of a data variable (CFMaskCoder,
     CFScaleOffsetCoder, the bool dtype), as lazy strata operations."""
@@ -242,7 +251,7 @@ def _decode_lazy(name, x, attrs, encoding, mask_and_scale):
         if "scale_factor" in attrs or "add_offset" in attrs:
             scale = _pop_to(attrs, encoding, "scale_factor")
             offset = _pop_to(attrs, encoding, "add_offset")
-            dtype = np.dtype(_choose_float_dtype(x.dtype, "add_offset" in encoding))
+            dtype = np.dtype(_float_dtype(_choose_float_dtype, x.dtype, encoding))
             x = x if x.dtype == dtype else strata.astype(x, dtype)
             if scale is not None:
                 x = x * float(np.asarray(scale).item())
