@@ -226,17 +226,25 @@ class _NewGroup:
     def begin(self):
         pass
 
+    @staticmethod
+    def _check_replaceable(group, mode, found):
+        """Refuses to write over `found` (what is at the group's place, a
+        description, or None for nothing): anything with "w-", anything
+        but a Zarr group with "w"."""
+        if found is None:
+            return
+        if mode == "w-":
+            raise FileExistsError(f"{group._what}: {group.url!r} exists (mode='w-'); pass "
+                                  "mode='w' to replace it")
+        if not group.is_zarr_group():
+            raise ValueError(f"{group._what}: {group.url!r} {found} and is not a Zarr group; "
+                             "refusing to replace it")
+
 
 class _StagedNewGroup(_NewGroup):
     def __init__(self, group, mode):
         target, what = group.url, group._what
-        if group.exists():
-            if mode == "w-":
-                raise FileExistsError(f"{what}: {target!r} exists (mode='w-'); pass mode='w' to "
-                                      "replace it")
-            if not group.is_zarr_group():
-                raise ValueError(f"{what}: {target!r} exists and is not a Zarr group; refusing "
-                                 "to replace it")
+        self._check_replaceable(group, mode, "exists" if group.exists() else None)
         parent = os.path.dirname(target)
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"{what}: the directory {parent!r} does not exist")
@@ -267,15 +275,8 @@ class _InPlaceNewGroup(_NewGroup):
     overwrite = True   # with "w", arrays replace the old group's at their names
 
     def __init__(self, group, mode):
-        what = group._what
         keys = group.keys("")
-        if keys:
-            if mode == "w-":
-                raise FileExistsError(f"{what}: {group.url!r} exists (mode='w-'); pass mode='w' "
-                                      "to replace it")
-            if not group.is_zarr_group():
-                raise ValueError(f"{what}: {group.url!r} holds objects ({keys[0]!r}) and is not "
-                                 "a Zarr group; refusing to replace it")
+        self._check_replaceable(group, mode, f"holds objects ({keys[0]!r})" if keys else None)
         self._old = keys
         self._begun = False
         self.node = group
