@@ -8,8 +8,9 @@
 //
 // Thread-safety: a Store is thread-safe; every method releases the GIL while
 // it talks to the store.
-#include "strata/python/binding.h"
 #include "strata/storage/store.h"
+
+#include "strata/python/binding.h"
 
 namespace strata::python {
 namespace {
