@@ -7,6 +7,8 @@ dtype `a + b` has; this module only converts dtypes and arrays to names.
 """
 import builtins
 
+import numpy as np
+
 from . import _core
 from ._core import _strata, dtype_name
 
@@ -66,13 +68,17 @@ def iinfo(type, /):
 def result_type(*arrays_and_dtypes):
     """The dtype the standard's promotion gives for arrays and dtypes (and
     Python scalars, which take the dtype of the arrays they meet, as in
-    elementwise ops). ValueError when no array or dtype is given or when two
-    dtypes do not promote (uint64 with a signed integer)."""
+    elementwise ops; numpy scalars count as their dtype, as 0-d arrays do:
+    xarray 2024.x passes its fill values so). ValueError when no array or
+    dtype is given or when two dtypes do not promote (uint64 with a signed
+    integer)."""
     from ._array import Array
     operands = []
     for x in arrays_and_dtypes:
         if isinstance(x, Array):
             operands.append(x._h)
+        elif isinstance(x, np.generic):
+            operands.append(dtype_name(x.dtype, "result_type"))
         elif _core.is_python_scalar(x):
             operands.append(x)
         else:

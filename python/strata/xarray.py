@@ -3,6 +3,7 @@ Dataset (importing this module registers it).
 
     import strata.xarray
     ds = strata.xarray.open_zarr("ifs.zarr", spec=strata.Spec(allowed_mem="2GB"))
+    # or "s3://bucket/ifs.zarr" (AWS_* variables, ?endpoint=...: README)
     wind = np.sqrt(ds.u ** 2 + ds.v ** 2)            # lazy strata arrays
     means = wind.strata.groupby("country").mean()     # one grouped reduction
     means.strata.to_zarr("means.zarr")                # one compute
@@ -13,7 +14,9 @@ where/fillna, reductions (xarray calls numpy's nan-functions), concat, dot,
 weighted, coarsen, rolling, shift stay lazy until `.strata.compute()`.
 xarray's own `.compute()`/`.load()` do nothing on a duck array and
 `.values` computes one variable at a time; `.strata.compute()` computes every
-variable of the object in one plan (shared inputs read once).
+variable of the object in one plan (shared inputs read once). On xarray
+2024.x and later, strata is also a chunk manager (_chunkmanager.py): there
+xarray's own compute()/load()/persist() run strata.
 
 What open_zarr decodes (CF, as xarray's decode_cf does): on coordinates,
 everything xarray decodes (they are read eagerly and decoded by xarray
@@ -23,10 +26,7 @@ itself: times, masks, scale/offset, bools); on data variables (lazy),
 datetime dtype: they stay numbers with their `units` attribute), `_Unsigned`
 (NotImplementedError) and string/object dtypes (strata has none).
 """
-import json
 import os
-import shutil
-import uuid
 
 import numpy as np
 import pandas as pd
@@ -34,34 +34,29 @@ import xarray as xr
 
 import strata
 from ._array import Array
+from ._group import group_at
 
-__all__ = ["open_zarr", "StrataDataArrayAccessor", "StrataDatasetAccessor", "StrataGroupBy"]
+__all__ = ["open_zarr", "chunk_manager", "StrataDataArrayAccessor", "StrataDatasetAccessor",
+           "StrataGroupBy"]
+
+
+def chunk_manager():
+    """Strata's xarray chunk manager (an xarray.namedarray.parallelcompat
+    ChunkManagerEntrypoint), for `chunked_array_type=` where the entry point
+    `strata` is not installed. xarray 2024.x and later only: with an xarray
+    without chunk managers (Debian's 2023.01) NotImplementedError."""
+    try:
+        from xarray.namedarray import parallelcompat  # noqa: F401
+    except ImportError:
+        raise NotImplementedError(
+            f"chunk_manager: xarray {xr.__version__} at {os.path.dirname(xr.__file__)} has no "
+            "chunk managers (xarray.namedarray.parallelcompat, xarray 2024.x); strata arrays "
+            "work with it as duck arrays (open_zarr, the .strata accessor)") from None
+    from ._chunkmanager import chunk_manager as manager
+    return manager()
 
 
 # ============================================================== reading
-
-def _local_path(store, what):
-    if isinstance(store, os.PathLike):
-        store = os.fspath(store)
-    if not isinstance(store, str):
-        raise TypeError(f"{what}: expected a path to a Zarr group, got {type(store).__name__}")
-    if "://" in store and not store.startswith("file://"):
-        raise NotImplementedError(
-            f"{what}: {store!r}: only local paths are supported for datasets (strata.from_zarr "
-            "and strata.to_zarr handle single arrays at s3:// URLs; a group's metadata on an "
-            "object store is not reachable from Python yet)")
-    return store[len("file://"):] if store.startswith("file://") else store
-
-
-def _read_json(path, what):
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read())
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{what}: cannot read {path}: {e}") from None
-
 
 def _fill_value(raw, dtype):
     """A Zarr metadata fill value as a numpy scalar of `dtype` (None for
@@ -152,44 +147,36 @@ def _codec(config):
         return config
 
 
-def _group_metadata(root, consolidated):
-    """(zarr_format, group attributes, [_ArrayMeta]) of the group at root:
+def _group_metadata(group, consolidated):
+    """(zarr_format, group attributes, [_ArrayMeta]) of `group` (a Group):
     from consolidated metadata when present (or required), else from each
-    child's own metadata."""
+    member's own metadata."""
     what = "open_zarr"
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"{what}: no Zarr group at {root!r} (not a directory)")
-    zmeta = os.path.join(root, ".zmetadata")
-    zjson = os.path.join(root, "zarr.json")
-    if os.path.exists(os.path.join(root, ".zgroup")) or os.path.exists(zmeta):
-        if consolidated is not False and os.path.exists(zmeta):
-            m = _read_json(zmeta, what).get("metadata")
+    zgroup, zmeta = group.get_json(".zgroup"), group.get_json(".zmetadata")
+    if zgroup is not None or zmeta is not None:
+        if consolidated is not False and zmeta is not None:
+            m = zmeta.get("metadata")
             if not isinstance(m, dict):
-                raise ValueError(f"{what}: {zmeta} has no 'metadata' object")
+                raise ValueError(f"{what}: {group.key_url('.zmetadata')} has no 'metadata' "
+                                 "object")
             names = sorted({k.split("/")[0] for k in m if k.endswith("/.zarray") and
                             k.count("/") == 1})
             arrays = [_ArrayMeta(n, 2, m[f"{n}/.zarray"], m.get(f"{n}/.zattrs", {}))
                       for n in names]
             return 2, dict(m.get(".zattrs", {})), arrays
         if consolidated is True:
-            raise ValueError(f"{what}: {root!r} has no consolidated metadata (.zmetadata); "
+            raise ValueError(f"{what}: {group.url!r} has no consolidated metadata (.zmetadata); "
                              "pass consolidated=None or False")
-        attrs_path = os.path.join(root, ".zattrs")
-        attrs = _read_json(attrs_path, what) if os.path.exists(attrs_path) else {}
-        arrays = []
-        for n in sorted(os.listdir(root)):
-            za = os.path.join(root, n, ".zarray")
-            if os.path.isfile(za):
-                zattrs = os.path.join(root, n, ".zattrs")
-                arrays.append(_ArrayMeta(n, 2, _read_json(za, what),
-                                         _read_json(zattrs, what) if os.path.exists(zattrs)
-                                         else {}))
+        attrs = group.get_json(".zattrs") or {}
+        arrays = [_ArrayMeta(n, 2, group.get_json(f"{n}/.zarray"),
+                             group.get_json(f"{n}/.zattrs") or {})
+                  for n in group.members(".zarray")]
         return 2, attrs, arrays
-    if os.path.exists(zjson):
-        g = _read_json(zjson, what)
+    g = group.get_json("zarr.json")
+    if g is not None:
         if g.get("node_type") != "group":
-            raise ValueError(f"{what}: {root!r} is a Zarr {g.get('node_type')!r}, not a group "
-                             "(use strata.from_zarr for one array)")
+            raise ValueError(f"{what}: {group.url!r} is a Zarr {g.get('node_type')!r}, not a "
+                             "group (use strata.from_zarr for one array)")
         cm = g.get("consolidated_metadata")
         if consolidated is not False and isinstance(cm, dict) and \
                 isinstance(cm.get("metadata"), dict):
@@ -198,30 +185,30 @@ def _group_metadata(root, consolidated):
                       if "/" not in n and m.get("node_type") == "array"]
             return 3, dict(g.get("attributes", {})), arrays
         if consolidated is True:
-            raise ValueError(f"{what}: {root!r} has no consolidated metadata; pass "
+            raise ValueError(f"{what}: {group.url!r} has no consolidated metadata; pass "
                              "consolidated=None or False")
         arrays = []
-        for n in sorted(os.listdir(root)):
-            cj = os.path.join(root, n, "zarr.json")
-            if os.path.isfile(cj):
-                m = _read_json(cj, what)
-                if m.get("node_type") == "array":
-                    arrays.append(_ArrayMeta(n, 3, m, m.get("attributes", {})))
+        for n in group.members("zarr.json"):
+            m = group.get_json(f"{n}/zarr.json")
+            if m.get("node_type") == "array":
+                arrays.append(_ArrayMeta(n, 3, m, m.get("attributes", {})))
         return 3, dict(g.get("attributes", {})), arrays
-    raise ValueError(f"{what}: {root!r} is not a Zarr group (no .zgroup, .zmetadata or "
+    if not group.exists():
+        raise FileNotFoundError(f"{what}: no Zarr group at {group.url!r}")
+    raise ValueError(f"{what}: {group.url!r} is not a Zarr group (no .zgroup, .zmetadata or "
                      "zarr.json)")
 
 
-def _read_coordinate(path, a, spec):
+def _read_coordinate(group, a, spec):
     """A coordinate's values in memory: through strata for numbers, through
     zarr-python (Zarr v2) for the strings strata has no dtype for."""
     if a.dtype.kind in "biufc":
-        return strata.from_zarr(path, spec=spec).compute()
+        return strata.from_zarr(group.array_url(a.name), spec=spec).compute()
     if a.zarr_format != 2:
         raise TypeError(f"open_zarr: coordinate {a.name!r} has dtype {a.dtype}, which strata "
                         "reads only from Zarr v2 (through zarr-python)")
     import zarr
-    return zarr.open_array(path, mode="r")[...]
+    return zarr.open_array(group.mapping(a.name), mode="r")[...]
 
 
 def _pop_to(attrs, encoding, key):
@@ -229,6 +216,15 @@ def _pop_to(attrs, encoding, key):
     if v is not None:
         encoding[key] = v
     return v
+
+
+def _float_dtype(choose, dtype, encoding):
+    """xarray's float dtype for scaled data: 2023.01 asks whether there is
+    an offset, 2024.x looks at the scale and offset themselves."""
+    import inspect
+    if "mapping" in inspect.signature(choose).parameters:
+        return choose(dtype, encoding)
+    return choose(dtype, "add_offset" in encoding)
 
 
 def _decode_lazy(name, x, attrs, encoding, mask_and_scale):
@@ -255,7 +251,7 @@ def _decode_lazy(name, x, attrs, encoding, mask_and_scale):
         if "scale_factor" in attrs or "add_offset" in attrs:
             scale = _pop_to(attrs, encoding, "scale_factor")
             offset = _pop_to(attrs, encoding, "add_offset")
-            dtype = np.dtype(_choose_float_dtype(x.dtype, "add_offset" in encoding))
+            dtype = np.dtype(_float_dtype(_choose_float_dtype, x.dtype, encoding))
             x = x if x.dtype == dtype else strata.astype(x, dtype)
             if scale is not None:
                 x = x * float(np.asarray(scale).item())
@@ -294,15 +290,21 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
     as an xarray Dataset whose data variables are lazy strata arrays and
     whose coordinates are in memory (decoded by xarray).
 
+    store: a path, `file://` path or `s3://bucket/prefix` URL (S3 settings
+    as for strata.from_zarr: AWS_* variables, `?endpoint=...&region=...`).
+    FileNotFoundError when nothing is there (or the bucket is missing),
+    ValueError for what is not a Zarr group, OSError for an unreachable or
+    refusing server.
+
     chunks: None (the stored chunks, strata's unit of work), an int, -1 or a
     {dim: size} dict (a lazy rechunk). spec: the strata.Spec of every array.
     Consolidated metadata (.zmetadata, or zarr.json's consolidated_metadata)
     is used when present (consolidated=None) or required (True).
     Attributes are kept; encodings hold the stored chunks, codecs, dtype and
     the CF keys decoding moved out of the attributes."""
-    root = _local_path(store, "open_zarr")
+    root = group_at(store, "open_zarr")
     if group:
-        root = os.path.join(root, str(group).strip("/"))
+        root = root.child(str(group).strip("/"))
     if consolidated not in (None, True, False):
         raise TypeError(f"open_zarr: consolidated must be None, True or False, got "
                         f"{consolidated!r}")
@@ -325,7 +327,6 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
     coord_names &= {a.name for a in arrays}
     coords, data_vars = {}, {}
     for a in arrays:
-        path = os.path.join(root, a.name)
         attrs = dict(a.attrs)
         encoding = a.encoding()
         if a.fill_value is not None and zarr_format == 2:
@@ -334,7 +335,7 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
             encoding["coordinates"] = attrs.pop("coordinates")
         if a.name in coord_names:
             # Coordinates: read now, decoded by xarray itself.
-            values = _read_coordinate(path, a, spec)
+            values = _read_coordinate(root, a, spec)
             var = xr.Variable(a.dims, np.asarray(values), attrs, encoding)
             if decode_cf:
                 var = xr.conventions.decode_cf_variable(
@@ -347,7 +348,7 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
                                 "which strata arrays cannot hold (coordinates may be strings: "
                                 "they are read into memory); pass drop_variables="
                                 f"[{a.name!r}] to open the rest")
-            x = strata.from_zarr(path, spec=spec)
+            x = strata.from_zarr(root.array_url(a.name), spec=spec)
             if decode_cf:
                 x = _decode_lazy(a.name, x, attrs, encoding, mask_and_scale)
             else:
@@ -464,7 +465,8 @@ class StrataDatasetAccessor(_Accessor):
 
     def to_zarr(self, store, mode=None, *, region=None, append_dim=None, consolidated=True,
                 encoding=None, zarr_format=None, codec=None, compute=True, **compute_kwargs):
-        """Writes the Dataset to a Zarr group as xarray's Dataset.to_zarr does
+        """Writes the Dataset to a Zarr group (a path or an s3:// URL) as
+        xarray's Dataset.to_zarr does
         (data variables and coordinates, CF-encoded by xarray's encoder:
         _ARRAY_DIMENSIONS or dimension_names, attributes, NaN fill values for
         floats, times as numbers with units), so that xr.open_zarr reads it
@@ -475,9 +477,13 @@ class StrataDatasetAccessor(_Accessor):
         mode, region and append_dim mean what they mean to xarray 2023.01
         (same defaults, checks and error messages):
         - "w-" (the default without region/append_dim: fail if `store`
-          exists) or "w" (replace a Zarr group): the group is assembled under
-          a temporary name beside `store` and renamed into place when
-          complete, so a failed write leaves nothing that looks complete.
+          exists) or "w" (replace a Zarr group): on a path the group is
+          assembled under a temporary name beside `store` and renamed into
+          place when complete, so a failed write leaves nothing that looks
+          complete. On S3, which cannot rename, it is written in place with
+          the group's own metadata last (with "w", the old group's metadata
+          is removed first and its other members after the compute); a
+          failed write erases everything under the prefix.
         - "a" (the default with append_dim): into an existing group, new
           variables are created, existing ones rewritten with their stored
           encoding (dtype, _FillValue, scale_factor/add_offset, time units);
@@ -529,24 +535,31 @@ class StrataDatasetAccessor(_Accessor):
         if not compute:
             raise NotImplementedError("to_zarr(compute=False): not supported yet "
                                       "(the group is assembled when the compute ends)")
-        target = os.path.abspath(_local_path(store, "to_zarr"))
+        group = group_at(store, "to_zarr")
         if mode in ("a", "r+") and (mode == "r+" or region is not None or
-                                    append_dim is not None or os.path.lexists(target)):
-            _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_format,
+                                    append_dim is not None or group.exists()):
+            _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format,
                               codec, consolidated, compute_kwargs)
             return None
         zarr_format = zarr_format or 2
         mode = "w-" if mode == "a" else mode   # "a" on a missing store: a new group
-        handles, tmp, group_attrs = _write_group(ds, target, mode, encoding, zarr_format, codec)
+        names = list(self._obj.variables)
+
+        def write_metadata(node):
+            _write_group_attrs(node, zarr_format, _json_attrs(group_attrs))
+            if consolidated:
+                _consolidate(node, zarr_format, names)
+        new = group.new_group(mode)
         try:
+            handles, strings, group_attrs = _write_group(ds, new, encoding, zarr_format, codec)
+            new.begin()   # every check has passed
             if handles:
                 strata.compute(*handles, **compute_kwargs)
-            _write_group_attrs(tmp, zarr_format, _json_attrs(group_attrs))
-            if consolidated:
-                _consolidate(tmp, zarr_format, list(self._obj.variables))
-            _move_into_place(tmp, target, mode)
+            for write in strings:
+                write()
+            new.commit(write_metadata, names)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            new.abort()
             raise
         return None
 
@@ -655,11 +668,6 @@ def _with_user_encoding(ds, encoding):
     return out, group_attrs
 
 
-def _is_zarr_group(path):
-    return os.path.isdir(path) and any(
-        os.path.exists(os.path.join(path, f)) for f in (".zgroup", "zarr.json"))
-
-
 def _json_attrs(attrs):
     """Attributes as JSON values, as xarray's zarr backend writes them."""
     from xarray.backends.zarr import encode_zarr_attr_value
@@ -675,38 +683,26 @@ def _fill_arg(fill):
     return v
 
 
-def _write_group(ds, target, mode, encoding, zarr_format, codec):
-    """Creates the temporary group directory and one lazy to_zarr handle
-    per variable (string coordinates are written now); returns (handles,
-    tmp, the group's attributes)."""
-    if os.path.lexists(target):
-        if mode == "w-":
-            raise FileExistsError(f"to_zarr: {target!r} exists (mode='w-'); pass mode='w' to "
-                                  "replace it")
-        if not _is_zarr_group(target):
-            raise ValueError(f"to_zarr: {target!r} exists and is not a Zarr group; refusing "
-                             "to replace it")
-    parent = os.path.dirname(target)
-    if not os.path.isdir(parent):
-        raise FileNotFoundError(f"to_zarr: the directory {parent!r} does not exist")
+def _write_group(ds, new, encoding, zarr_format, codec):
+    """One lazy to_zarr handle per numeric variable of a new group (`new`, a
+    NewGroup), and one deferred write per string variable (zarr-python's,
+    run after the compute); returns (handles, string writes, the group's
+    attributes). Nothing is written here."""
     # Non-index coordinates are named in the variables' "coordinates"
     # attributes (or the group's), as xarray's encoder writes them.
     variables, group_attrs = _with_user_encoding(ds, encoding)
-    tmp = os.path.join(parent, f".{os.path.basename(target)}.strata-{uuid.uuid4().hex[:12]}")
-    os.mkdir(tmp)
-    handles = []
-    try:
-        for name, var in variables.items():
-            enc, data, kwargs = _new_variable(name, var, zarr_format)
-            if kwargs is None:
-                _write_strings(tmp, name, _string_data(name, data, zarr_format), enc)
-                continue
-            handles.append(strata.to_zarr(data, os.path.join(tmp, name), compute=False,
-                                          codec=codec, **kwargs))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return handles, tmp, group_attrs
+    node = new.node
+    handles, strings = [], []
+    for name, var in variables.items():
+        enc, data, kwargs = _new_variable(name, var, zarr_format)
+        if kwargs is None:
+            data = _string_data(name, data, zarr_format)
+            strings.append(lambda name=name, data=data, enc=enc:
+                           _write_strings(node, name, data, enc))
+            continue
+        handles.append(strata.to_zarr(data, node.array_url(name), compute=False, codec=codec,
+                                      overwrite=new.overwrite, **kwargs))
+    return handles, strings, group_attrs
 
 
 def _stored_encoding(a):
@@ -751,22 +747,23 @@ def _check_existing_dims(name, new, a, region, append_dim):
                          f"append_dim={append_dim!r}.")
 
 
-def _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_format, codec,
+def _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format, codec,
                       consolidated, compute_kwargs):
-    """mode "a" or "r+" into the existing group at target (see
+    """mode "a" or "r+" into the existing `group` (a Group; see
     Dataset.strata.to_zarr): every check first, then one compute, then the
     strings, the group's attributes and its consolidated metadata; on
     failure the old metadata of appended arrays comes back and created
     arrays go."""
-    if not _is_zarr_group(target):
-        if os.path.lexists(target):
+    target = group.url
+    if not group.is_zarr_group():
+        if group.exists():
             raise ValueError(f"to_zarr: {target!r} exists and is not a Zarr group")
         if append_dim is not None:
             raise ValueError(f"append_dim={append_dim!r} does not match any existing dataset "
                              "dimensions {}")
         raise FileNotFoundError(f"to_zarr(mode={mode!r}): no Zarr group at {target!r} to "
                                 "write into")
-    fmt, _, arrays = _group_metadata(target, consolidated=False)
+    fmt, _, arrays = _group_metadata(group, consolidated=False)
     if zarr_format is not None and zarr_format != fmt:
         raise ValueError(f"to_zarr: {target!r} is a Zarr v{fmt} group; zarr_format="
                          f"{zarr_format} cannot change it in mode={mode!r}")
@@ -802,24 +799,24 @@ def _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_forma
     variables, group_attrs = _with_user_encoding(ds, encoding)
     handles, created, strings, grown = [], [], [], []
     for name, var in variables.items():
-        path = os.path.join(target, name)
+        path = group.array_url(name)
         a = stored.get(name)
         if a is None:
             if region is not None:
                 raise ValueError(f"to_zarr: variable {name!r} is not in {target!r}; region= "
                                  "writes into existing variables only")
-            if os.path.lexists(path):
+            if group.holds(name):
                 raise ValueError(f"to_zarr: {path!r} exists and is not a Zarr array of the "
                                  f"group; refusing to write variable {name!r} over it")
             enc, data, kwargs = _new_variable(name, var, fmt)
             if kwargs is None:
                 data = _string_data(name, data, fmt)
                 strings.append(lambda name=name, data=data, enc=enc:
-                               _write_strings(target, name, data, enc))
+                               _write_strings(group, name, data, enc))
             else:
                 handles.append(strata.to_zarr(data, path, compute=False, codec=codec,
                                               **kwargs))
-            created.append(path)
+            created.append(name)
             continue
         # An existing variable: encoded as stored (xarray's rule), then
         # appended or written into its box.
@@ -835,32 +832,31 @@ def _write_into_group(ds, target, mode, region, append_dim, encoding, zarr_forma
                                       for d, n in zip(a.dims, a.shape)))
         if _is_strings(data):
             data = _strings_for(a, _string_data(name, data, fmt))
-            strings.append(lambda path=path, data=data, where=where:
-                           _write_existing_strings(path, data, where))
+            strings.append(lambda name=name, data=data, where=where:
+                           _write_existing_strings(group, name, data, where))
             continue
         if isinstance(data, np.ndarray):
             data = strata.asarray(np.asarray(data, order="C"))
         handles.append(strata.to_zarr(data, path, compute=False, **where))
     # Every check passed and nothing is written yet.
-    kept = _snapshot(target, fmt, grown)
+    kept = _snapshot(group, fmt, grown)
     try:
         if handles:
             strata.compute(*handles, **compute_kwargs)
         for write in strings:
             write()
         if mode != "r+":
-            _write_group_attrs(target, fmt, _json_attrs(group_attrs))
-            if consolidated or _has_consolidated(target, fmt):
-                _consolidate(target, fmt, _array_names(target, fmt))
+            _write_group_attrs(group, fmt, _json_attrs(group_attrs))
+            if consolidated or _has_consolidated(group, fmt):
+                _consolidate(group, fmt, _array_names(group, fmt))
     except BaseException:
-        for path, content in kept.items():
+        for key, content in kept.items():
             if content is None:
-                if os.path.lexists(path):
-                    os.remove(path)
+                group.erase(key)
             else:
-                _write_file(path, content)
-        for path in created:
-            shutil.rmtree(path, ignore_errors=True)
+                group.put(key, content)
+        for name in created:
+            group.erase_member(name)
         raise
 
 
@@ -883,104 +879,72 @@ def _strings_for(a, data):
     return data
 
 
-def _write_existing_strings(path, data, where):
+def _write_existing_strings(group, name, data, where):
     """Strings (which strata has no dtype for) into an existing array, by
     zarr-python: appended along an axis or written into a box."""
     import zarr
-    z = zarr.open_array(path, mode="r+")
+    z = zarr.open_array(group.mapping(name), mode="r+")
     if "append_dim" in where:
         z.append(data, axis=where["append_dim"])
     else:
         z[tuple(slice(o, o + n) for o, n in zip(where["region"], data.shape))] = data
 
 
-def _snapshot(target, fmt, grown):
-    """The metadata files a failed write must put back: the group's, and
-    those of the arrays an append grows (None: the file did not exist)."""
-    names = [".zgroup", ".zattrs", ".zmetadata"] if fmt == 2 else ["zarr.json"]
-    paths = [os.path.join(target, n) for n in names]
+def _snapshot(group, fmt, grown):
+    """The metadata documents a failed write must put back: the group's,
+    and those of the arrays an append grows (None: the key did not exist)."""
+    keys = [".zgroup", ".zattrs", ".zmetadata"] if fmt == 2 else ["zarr.json"]
     for a in grown:
-        paths.append(os.path.join(target, a.name, ".zarray" if fmt == 2 else "zarr.json"))
-    kept = {}
-    for p in paths:
-        try:
-            with open(p, "rb") as f:
-                kept[p] = f.read()
-        except FileNotFoundError:
-            kept[p] = None
-    return kept
+        keys.append(f"{a.name}/.zarray" if fmt == 2 else f"{a.name}/zarr.json")
+    return {k: group.get(k) for k in keys}
 
 
-def _write_file(path, content):
-    """Replaces the file at path by `content` (bytes or JSON) in one
-    rename, so a reader never sees half of it."""
-    if not isinstance(content, bytes):
-        content = json.dumps(content).encode()
-    tmp = f"{path}.strata-{uuid.uuid4().hex[:12]}"
-    with open(tmp, "wb") as f:
-        f.write(content)
-    os.replace(tmp, path)
-
-
-def _array_names(root, fmt):
-    """The arrays directly in the group at root."""
-    meta = ".zarray" if fmt == 2 else "zarr.json"
-    names = []
-    for n in sorted(os.listdir(root)):
-        p = os.path.join(root, n, meta)
-        if os.path.isfile(p) and (fmt == 2 or _read_json(p, "to_zarr").get("node_type") ==
-                                  "array"):
-            names.append(n)
-    return names
-
-
-def _has_consolidated(root, fmt):
+def _array_names(group, fmt):
+    """The arrays directly in `group`."""
     if fmt == 2:
-        return os.path.exists(os.path.join(root, ".zmetadata"))
-    p = os.path.join(root, "zarr.json")
-    return os.path.exists(p) and "consolidated_metadata" in _read_json(p, "to_zarr")
+        return group.members(".zarray")
+    return [n for n in group.members("zarr.json")
+            if (group.get_json(f"{n}/zarr.json") or {}).get("node_type") == "array"]
 
 
-def _write_group_attrs(root, fmt, attrs):
+def _has_consolidated(group, fmt):
+    if fmt == 2:
+        return group.has(".zmetadata")
+    return "consolidated_metadata" in (group.get_json("zarr.json") or {})
+
+
+def _write_group_attrs(group, fmt, attrs):
     """The group's own metadata with attributes `attrs` (JSON values); a v3
     group keeps its consolidated metadata until _consolidate."""
     if fmt == 2:
-        _write_file(os.path.join(root, ".zgroup"), {"zarr_format": 2})
-        _write_file(os.path.join(root, ".zattrs"), attrs)
+        group.put(".zgroup", {"zarr_format": 2})
+        group.put(".zattrs", attrs)
     else:
-        p = os.path.join(root, "zarr.json")
-        group = _read_json(p, "to_zarr") if os.path.exists(p) else {}
-        group.update({"zarr_format": 3, "node_type": "group", "attributes": attrs})
-        _write_file(p, group)
+        doc = group.get_json("zarr.json") or {}
+        doc.update({"zarr_format": 3, "node_type": "group", "attributes": attrs})
+        group.put("zarr.json", doc)
 
 
-def _consolidate(root, fmt, names):
+def _consolidate(group, fmt, names):
     """The group's consolidated metadata, from its own and its arrays'
     (`names`) metadata as they are now; entries for other nodes already in
     it (nested groups) are kept."""
     if fmt == 2:
-        p = os.path.join(root, ".zmetadata")
-        meta = _read_json(p, "to_zarr").get("metadata", {}) if os.path.exists(p) else {}
-        meta = dict(meta)
-        for f in (".zgroup", ".zattrs"):
-            if os.path.exists(os.path.join(root, f)):
-                meta[f] = _read_json(os.path.join(root, f), "to_zarr")
-        for name in names:
-            for f in (".zarray", ".zattrs"):
-                q = os.path.join(root, name, f)
-                if os.path.exists(q):
-                    meta[f"{name}/{f}"] = _read_json(q, "to_zarr")
-        _write_file(p, {"metadata": meta, "zarr_consolidated_format": 1})
+        meta = dict((group.get_json(".zmetadata") or {}).get("metadata", {}))
+        keys = [".zgroup", ".zattrs"] + [f"{n}/{f}" for n in names for f in (".zarray", ".zattrs")]
+        for key in keys:
+            doc = group.get_json(key)
+            if doc is not None:
+                meta[key] = doc
+        group.put(".zmetadata", {"metadata": meta, "zarr_consolidated_format": 1})
     else:
-        p = os.path.join(root, "zarr.json")
-        group = _read_json(p, "to_zarr")
-        old = (group.get("consolidated_metadata") or {}).get("metadata") or {}
-        meta = dict(old)
+        doc = group.get_json("zarr.json")
+        meta = dict((doc.get("consolidated_metadata") or {}).get("metadata") or {})
         for name in names:
-            meta[name] = _read_json(os.path.join(root, name, "zarr.json"), "to_zarr")
-        group["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
-                                          "metadata": meta}
-        _write_file(p, group)
+            meta[name] = group.get_json(f"{name}/zarr.json")
+        doc["consolidated_metadata"] = {"kind": "inline", "must_understand": False,
+                                        "metadata": meta}
+        group.put("zarr.json", doc)
 
 
 def _string_data(name, data, zarr_format):
@@ -998,11 +962,11 @@ def _string_data(name, data, zarr_format):
     return data
 
 
-def _write_strings(tmp, name, data, var):
+def _write_strings(group, name, data, var):
     """A variable of strings (labels such as country names: in memory,
     strata has no string dtype) written by zarr-python, as xarray writes it."""
     import zarr
-    z = zarr.open_array(os.path.join(tmp, name), mode="w", shape=data.shape, dtype=data.dtype,
+    z = zarr.open_array(group.mapping(name), mode="w", shape=data.shape, dtype=data.dtype,
                         chunks=data.shape or True, fill_value=None)
     z[...] = data
     attrs = dict(var.attrs)
@@ -1010,18 +974,6 @@ def _write_strings(tmp, name, data, var):
     attrs = _json_attrs(attrs)
     attrs["_ARRAY_DIMENSIONS"] = [str(d) for d in var.dims]
     z.attrs.put(attrs)
-
-
-def _move_into_place(tmp, target, mode):
-    if os.path.lexists(target):
-        if mode == "w-":
-            raise FileExistsError(f"to_zarr: {target!r} appeared while writing (mode='w-')")
-        old = tmp + ".old"
-        os.rename(target, old)
-        os.rename(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, target)
 
 
 # ============================================================== groupby

@@ -1,33 +1,10 @@
 """from_zarr / to_zarr with s3:// URLs, against s3rver on 127.0.0.1
 (started here, stopped after)."""
-import os
-import sys
-
 import numpy as np
 import pytest
 
 import strata
 from conftest import assert_eq
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from s3_server import S3Server  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = S3Server(["pybucket"])
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def s3_env(server, monkeypatch):
-    for k, v in server.env().items():
-        if k.startswith("AWS_"):
-            monkeypatch.setenv(k, v)
-    for k in ("AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(k, raising=False)
-    return server
 
 
 def test_round_trip_through_s3(s3_env, tmp_path):

@@ -9,6 +9,7 @@ checked to raise NotImplementedError naming the numpy function until that
 function is bound, and to be lazy and equal once it is."""
 import json
 import os
+import uuid
 import warnings
 
 import numpy as np
@@ -21,28 +22,6 @@ import strata.xarray as sx
 xr = pytest.importorskip("xarray")
 
 warnings.filterwarnings("ignore", category=RuntimeWarning)
-
-
-@pytest.fixture
-def computes(monkeypatch):
-    """The number of strata computes run (every path to the engine's compute
-    goes through _strata.compute: Array.compute, __array__, bool(), ...)."""
-    count = [0]
-    real = strata._core._strata.compute
-
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-    monkeypatch.setattr(strata._core._strata, "compute", counting)
-
-    class Counter:
-        @property
-        def n(self):
-            return count[0]
-
-        def reset(self):
-            count[0] = 0
-    return Counter()
 
 
 def sample(rng, spec=None):
@@ -370,8 +349,8 @@ def test_open_zarr_bad_input(tmp_path, rng):
         sx.open_zarr(str(tmp_path / "plain"))
     with pytest.raises(TypeError, match="path"):
         sx.open_zarr(42)
-    with pytest.raises(NotImplementedError, match="only local paths"):
-        sx.open_zarr("s3://bucket/ifs.zarr")
+    with pytest.raises(ValueError, match="unsupported URL scheme"):
+        sx.open_zarr("gs://bucket/ifs.zarr")   # s3:// works: test_xarray_s3.py
     path = str(tmp_path / "nodims.zarr")
     xarray_dataset(rng).to_zarr(path, consolidated=False)
     with pytest.raises(ValueError, match="no consolidated metadata"):
@@ -390,27 +369,33 @@ def test_open_zarr_bad_input(tmp_path, rng):
 
 # ---------------------------------------------------------------- the accessor
 
-def test_accessor_to_zarr_reads_back_with_xarray(tmp_path, rng, computes):
-    ds = xarray_dataset(rng)
+def test_accessor_to_zarr_reads_back_with_xarray(tmp_path, place, rng, computes):
+    ds = xarray_dataset(rng).assign_coords(country=("lon", np.array(list("abcdabcd"))))
     path = str(tmp_path / "in.zarr")
     ds.to_zarr(path)
     lazy = sx.open_zarr(path)
     derived = xr.Dataset({"t_c": lazy.t - 273.15, "wind": np.sqrt(lazy.t ** 2 + lazy.packed ** 2),
                           "q": lazy.q, "land": lazy.land}, attrs=lazy.attrs)
     derived.t_c.attrs["units"] = "degC"
-    out = str(tmp_path / "out.zarr")
+    out = place("out.zarr")
     computes.reset()
-    derived.strata.to_zarr(out)
+    derived.strata.to_zarr(out.target)
     assert computes.n == 1, "one compute writes every variable and coordinate"
-    back = xr.open_zarr(out)
     expected = xr.Dataset({"t_c": ds.t - 273.15, "wind": np.sqrt(ds.t ** 2 + ds.packed ** 2),
                            "q": ds.q, "land": ds.land}, attrs=ds.attrs)
     expected.t_c.attrs["units"] = "degC"
-    xr.testing.assert_identical(back.compute(), expected)
+    back = out.readable(tmp_path)
+    xr.testing.assert_identical(xr.open_zarr(back).compute(), expected)
+    xr.testing.assert_identical(xr.open_zarr(back, consolidated=False).compute(), expected)
     # And strata's own reader agrees.
-    xr.testing.assert_identical(sx.open_zarr(out).strata.compute(), expected)
-    leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".")]
-    assert leftovers == []
+    xr.testing.assert_identical(sx.open_zarr(out.target).strata.compute(), expected)
+    assert [n for n in out.files() if "strata" in n] == []
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+    # A DataArray's accessor writes a one-variable dataset.
+    da = place("da.zarr")
+    (lazy.t * 2).strata.to_zarr(da.target, name="t2")
+    xr.testing.assert_identical(sx.open_zarr(da.target).t2.strata.compute(),
+                                (ds.t * 2).rename("t2"))
 
 
 def test_accessor_to_zarr_modes_and_refusals(tmp_path, rng):
@@ -628,12 +613,6 @@ def test_region_casting_is_numpys_same_kind(tmp_path):
 
 # ---------------------------------------------------------------- ... by the accessor
 
-def leftovers(path):
-    """strata's files in a store: temporaries, markers, and the lock file of
-    region writes (removed by the last writer that used it)."""
-    return [n for n in store_files(path) if "strata" in n]
-
-
 def weather(rng, start, n_time):
     """A small numpy-backed forecast-like dataset: n_time steps from `start`
     (6-hourly), float with NaNs, packed int16, a static bool mask, and
@@ -671,65 +650,70 @@ def on_strata(ds, chunks=(2, 3, 5)):
     return out
 
 
-def write_base(ds, path, writer):
+def write_base(ds, where, writer, tmp_path):
+    """ds written to `where` (a LocalPlace or S3Place) by strata's accessor
+    or by xarray (locally, then copied there)."""
     if writer == "xarray":
-        ds.to_zarr(path, encoding=WEATHER_ENCODING)
+        local = tmp_path / f"base-{uuid.uuid4().hex[:8]}.zarr"
+        ds.to_zarr(str(local), encoding=WEATHER_ENCODING)
+        where.put_tree(local)
     else:
-        on_strata(ds).strata.to_zarr(path, encoding=WEATHER_ENCODING)
+        on_strata(ds).strata.to_zarr(where.target, encoding=WEATHER_ENCODING)
 
 
-def same_stores(ours, ref):
-    """Our store read back by xarray (and by strata.xarray) equals xarray's."""
+def same_stores(ours, ref, tmp_path):
+    """Our store (a place) read back by xarray and by strata.xarray equals
+    xarray's at the local path ref; nothing of strata's is left in it."""
     expected = xr.open_zarr(ref).compute()
-    xr.testing.assert_identical(xr.open_zarr(ours).compute(), expected)
-    xr.testing.assert_identical(xr.open_zarr(ours, consolidated=False).compute(), expected)
-    xr.testing.assert_identical(sx.open_zarr(ours).strata.compute(), expected)
+    local = ours.readable(tmp_path)
+    xr.testing.assert_identical(xr.open_zarr(local).compute(), expected)
+    xr.testing.assert_identical(xr.open_zarr(local, consolidated=False).compute(), expected)
+    xr.testing.assert_identical(sx.open_zarr(ours.target).strata.compute(), expected)
+    assert [n for n in ours.files() if "strata" in n] == []
     return expected
 
 
 @pytest.mark.parametrize("writer", ["strata", "xarray"])
-def test_accessor_region_backfill_matches_xarray(tmp_path, rng, computes, writer):
+def test_accessor_region_backfill_matches_xarray(tmp_path, place, rng, computes, writer):
     base = weather(rng, "2020-01-01", 12)
-    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
-    write_base(base, ours, writer)
+    ours, ref = place("ours.zarr"), str(tmp_path / "ref.zarr")
+    write_base(base, ours, writer, tmp_path)
     base.to_zarr(ref, encoding=WEATHER_ENCODING)
     region = {"time": slice(3, 9)}
     fresh = weather(rng, "2020-01-01", 12).isel(time=region["time"])
     patch = fresh.drop_vars(["lat", "lon", "land", "station", "country", "height"])
     computes.reset()
-    on_strata(patch).strata.to_zarr(ours, region=region)
+    on_strata(patch).strata.to_zarr(ours.target, region=region)
     assert computes.n == 1
     patch.to_zarr(ref, region=region)
-    got = same_stores(ours, ref)
+    got = same_stores(ours, ref, tmp_path)
     np.testing.assert_array_equal(got.t.values[3:9], patch.t.values)
     np.testing.assert_array_equal(got.t.values[:3], base.t.values[:3])
     np.testing.assert_array_equal(got.q.values[9:], base.q.values[9:])
-    # The arrays keep their chunks; nothing temporary is left.
-    with open(os.path.join(ours, "t", ".zarray")) as f:
-        assert json.load(f)["chunks"] == [4, 3, 4]
-    assert leftovers(ours) == []
+    # The arrays keep their chunks.
+    assert json.loads(ours.files()["t/.zarray"])["chunks"] == [4, 3, 4]
     # mode="a" with a region also works (the group's attributes are rewritten, as xarray's).
     other = patch.isel(time=slice(0, 2)) + 1
     other.attrs = {"title": "patched"}
     region = {"time": slice(-3, -1)}
-    on_strata(other).strata.to_zarr(ours, mode="a", region=region)
+    on_strata(other).strata.to_zarr(ours.target, mode="a", region=region)
     other.to_zarr(ref, mode="a", region=region)
-    assert same_stores(ours, ref).attrs == {"title": "patched"}
+    assert same_stores(ours, ref, tmp_path).attrs == {"title": "patched"}
 
 
 @pytest.mark.parametrize("writer", ["strata", "xarray"])
-def test_accessor_append_twice_matches_xarray(tmp_path, rng, computes, writer):
+def test_accessor_append_twice_matches_xarray(tmp_path, place, rng, computes, writer):
     parts = [weather(rng, "2020-01-01", 6), weather(rng, "2020-01-02 12:00", 6),
              weather(rng, "2020-01-04", 3)]
-    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
-    write_base(parts[0], ours, writer)
+    ours, ref = place("ours.zarr"), str(tmp_path / "ref.zarr")
+    write_base(parts[0], ours, writer, tmp_path)
     parts[0].to_zarr(ref, encoding=WEATHER_ENCODING)
     for n, part in enumerate(parts[1:], start=2):
         computes.reset()
-        on_strata(part).strata.to_zarr(ours, append_dim="time")
+        on_strata(part).strata.to_zarr(ours.target, append_dim="time")
         assert computes.n == 1
         part.to_zarr(ref, append_dim="time")
-        got = same_stores(ours, ref)
+        got = same_stores(ours, ref, tmp_path)
         whole = xr.concat(parts[:n], "time", data_vars="minimal", coords="minimal",
                           compat="override")
         assert got.sizes["time"] == whole.sizes["time"]
@@ -739,48 +723,49 @@ def test_accessor_append_twice_matches_xarray(tmp_path, rng, computes, writer):
         np.testing.assert_allclose(got.packed.values, whole.packed.values, atol=0.051)
         # Variables without the append dimension are rewritten, as xarray does.
         np.testing.assert_array_equal(got.land.values, part.land.values)
-    with open(os.path.join(ours, ".zmetadata")) as f:
-        assert json.load(f)["metadata"]["t/.zarray"]["shape"] == [15, 4, 6]
-    assert leftovers(ours) == []
+    meta = json.loads(ours.files()[".zmetadata"])["metadata"]
+    assert meta["t/.zarray"]["shape"] == [15, 4, 6]
 
 
-def test_accessor_append_new_variables_dataarray_and_v3(tmp_path, rng):
+def test_accessor_append_new_variables_dataarray_and_v3(tmp_path, place, rng):
     base = weather(rng, "2020-01-01", 5)
-    ours, ref = str(tmp_path / "ours.zarr"), str(tmp_path / "ref.zarr")
-    on_strata(base).strata.to_zarr(ours, consolidated=None)
+    ours, ref = place("ours.zarr"), str(tmp_path / "ref.zarr")
+    on_strata(base).strata.to_zarr(ours.target, consolidated=None)
     base.to_zarr(ref)
-    assert os.path.exists(os.path.join(ours, ".zmetadata")), "None consolidates, as xarray's"
-    # mode="a" adds variables (and rewrites existing ones) without appending.
+    assert ".zmetadata" in ours.files(), "None consolidates, as xarray's"
+    # mode="a" adds variables, a string coordinate among them (zarr-python
+    # writes it, into the same store), and rewrites existing ones.
     extra = base[["t"]].assign(wind=base.t * 0 + 3.0).assign_coords(label=("lon", list("abcdef")))
-    on_strata(extra).strata.to_zarr(ours, mode="a")
+    on_strata(extra).strata.to_zarr(ours.target, mode="a")
     extra.to_zarr(ref, mode="a")
-    same_stores(ours, ref)
-    # The DataArray accessor takes the same arguments.
-    more = weather(rng, "2020-01-02 06:00", 2)
-    ours, ref = str(tmp_path / "ours_da.zarr"), str(tmp_path / "ref_da.zarr")
-    on_strata(base).t.strata.to_zarr(ours)
-    base.t.to_dataset().to_zarr(ref)
-    on_strata(more).t.strata.to_zarr(ours, append_dim="time")
+    same_stores(ours, ref, tmp_path)
+    # The DataArray accessor takes the same arguments; strings along the
+    # append dimension are appended.
+    tags = base.assign_coords(tag=("time", np.array(list("abcde"))))
+    more = weather(rng, "2020-01-02 06:00", 2).assign_coords(tag=("time", np.array(["x", "y"])))
+    ours, ref = place("ours_da.zarr"), str(tmp_path / "ref_da.zarr")
+    on_strata(tags).t.strata.to_zarr(ours.target)
+    tags.t.to_dataset().to_zarr(ref)
+    on_strata(more).t.strata.to_zarr(ours.target, append_dim="time")
     more.t.to_dataset().to_zarr(ref, append_dim="time")
-    assert same_stores(ours, ref).sizes["time"] == 7
+    assert same_stores(ours, ref, tmp_path).sizes["time"] == 7
     # Zarr v3 (strata's reader; zarr-python 2 has no v3): append and backfill
     # (strings are written by zarr-python, to v2 only).
-    base, more = base.drop_vars("country"), more.drop_vars("country")
-    v3 = str(tmp_path / "v3.zarr")
-    on_strata(base).strata.to_zarr(v3, zarr_format=3)
-    on_strata(more).strata.to_zarr(v3, append_dim="time")
+    base, more = base.drop_vars("country"), more.drop_vars(["country", "tag"])
+    v3 = place("v3.zarr")
+    on_strata(base).strata.to_zarr(v3.target, zarr_format=3)
+    on_strata(more).strata.to_zarr(v3.target, append_dim="time")
     patch = more.t.to_dataset() + 1
     patch = patch.drop_vars(["lat", "lon", "station", "height"])
-    on_strata(patch).strata.to_zarr(v3, region={"time": slice(1, 3)})
-    got = sx.open_zarr(v3).strata.compute()
+    on_strata(patch).strata.to_zarr(v3.target, region={"time": slice(1, 3)})
+    got = sx.open_zarr(v3.target).strata.compute()
     expected_t = np.concatenate([base.t.values, more.t.values])
     expected_t[1:3] = more.t.values + 1
     np.testing.assert_array_equal(got.t.values, expected_t)
     expected_time = np.concatenate([base.time.values, more.time.values])
     expected_time[1:3] = more.time.values   # the region's coordinate is written too
     np.testing.assert_array_equal(got.time.values, expected_time)
-    with open(os.path.join(v3, "zarr.json")) as f:
-        group = json.load(f)
+    group = json.loads(v3.files()["zarr.json"])
     assert group["consolidated_metadata"]["metadata"]["t"]["shape"] == [7, 4, 6]
 
 

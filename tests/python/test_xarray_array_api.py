@@ -20,24 +20,18 @@ np = pytest.importorskip("numpy", minversion="1.22")
 
 
 @pytest.fixture(autouse=True)
-def no_compute(monkeypatch):
-    """ADAPTED: building a result must not compute."""
-    count = [0]
-    real = xp._core._strata.compute
-
-    def counting(*args, **kwargs):
-        count[0] += 1
-        return real(*args, **kwargs)
-    monkeypatch.setattr(xp._core._strata, "compute", counting)
-    yield count
+def no_compute(computes):
+    """ADAPTED: building a result must not compute (conftest's counter)."""
+    computes.reset()
+    return computes
 
 
 def computed(a, count):
     """ADAPTED: no compute so far; then the result in memory (one compute)."""
-    assert count[0] == 0
+    assert count.n == 0
     result = a.strata.compute()
-    assert count[0] == 1
-    count[0] = 0
+    assert count.n == 1
+    count.reset()
     return result
 
 
@@ -126,7 +120,7 @@ def test_properties(arrays: tuple[xr.DataArray, xr.DataArray], no_compute) -> No
     np_arr, xp_arr = arrays
     assert np_arr.nbytes == np_arr.data.nbytes
     assert xp_arr.nbytes == np_arr.data.nbytes
-    assert no_compute[0] == 0
+    assert no_compute.n == 0
 
 
 def test_reorganizing_operation(arrays: tuple[xr.DataArray, xr.DataArray], no_compute) -> None:

@@ -94,6 +94,8 @@ void RegisterArrayExtras(py::module_& m);
 void RegisterLinalg(py::module_& m);
 void RegisterCompute(py::module_& m);
 void RegisterDask(py::module_& m);
+// `_strata.Store` and `open_store` (store.cc).
+void RegisterStore(py::module_& m);
 
 }  // namespace strata::python
 

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterLinalg(m);
   strata::python::RegisterCompute(m);
   strata::python::RegisterDask(m);
+  strata::python::RegisterStore(m);
 }
