@@ -8,5 +8,6 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterArrayExtras(m);
   strata::python::RegisterLinalg(m);
   strata::python::RegisterCompute(m);
+  strata::python::RegisterBlockFunctions(m);
   strata::python::RegisterDask(m);
 }
