@@ -44,31 +44,27 @@ Index SourceOf(Index i, Index n, PadMode mode) {
   return -1;
 }
 
+// Whether output position `p` taking input position `src` (-1: the fill
+// value) continues run `r`; if so `r` takes it (its second position sets
+// its step).
+bool Continues(AxisRun& r, Index p, Index src) {
+  if (r.out_start + r.length != p || (src < 0) != (r.in_start < 0)) return false;
+  if (src >= 0) {
+    const Index last = r.in_start + r.step * (r.length - 1);
+    if (r.length == 1 && std::abs(src - last) <= 1) {
+      r.step = src - last;
+    } else if (r.length == 1 || src != last + r.step) {
+      return false;
+    }
+  }
+  ++r.length;
+  return true;
+}
+
 // Appends output position `p` taking input `src` (-1: fill), merging with the
 // last run where it continues it.
 void AppendPosition(std::vector<AxisRun>& runs, Index p, Index src) {
-  if (!runs.empty()) {
-    AxisRun& r = runs.back();
-    if (r.out_start + r.length == p) {
-      if (src < 0 && r.in_start < 0) {
-        ++r.length;
-        return;
-      }
-      if (src >= 0 && r.in_start >= 0) {
-        const Index last = r.in_start + r.step * (r.length - 1);
-        if (r.length == 1 && std::abs(src - last) <= 1) {
-          r.step = src - last;
-          ++r.length;
-          return;
-        }
-        if (r.length > 1 && src == last + r.step) {
-          ++r.length;
-          return;
-        }
-      }
-    }
-  }
-  runs.push_back({p, 1, src, 1});
+  if (runs.empty() || !Continues(runs.back(), p, src)) runs.push_back({p, 1, src, 1});
 }
 
 // Output positions [out, out + (hi - lo)) take line positions [lo, hi).
@@ -110,36 +106,19 @@ Result<std::vector<T>> PerAxis(std::vector<T> v, int rank, std::string_view what
   return v;
 }
 
-// Output positions [out, out + length) of an extended block along the
-// halo's axis, taken from positions in + step * t of edge block `edge` (the
-// task's edge input of that index; -1: the fill value).
+// Output positions of an extended block along the halo's axis taken from
+// edge block `edge` (the task's edge input of that index; -1: the fill
+// value), positions run.in_start + run.step * t of it.
 struct HaloRun {
-  Index out = 0, length = 0;
   int edge = -1;
-  Index in = 0, step = 1;
+  AxisRun run;
 };
 
 void AppendHalo(std::vector<HaloRun>& runs, Index out, int edge, Index in) {
-  if (!runs.empty()) {
-    HaloRun& r = runs.back();
-    if (r.out + r.length == out && r.edge == edge) {
-      if (edge < 0) {
-        ++r.length;
-        return;
-      }
-      const Index last = r.in + r.step * (r.length - 1);
-      if (r.length == 1 && std::abs(in - last) <= 1) {
-        r.step = in - last;
-        ++r.length;
-        return;
-      }
-      if (r.length > 1 && in == last + r.step) {
-        ++r.length;
-        return;
-      }
-    }
+  const Index src = edge < 0 ? -1 : in;
+  if (runs.empty() || runs.back().edge != edge || !Continues(runs.back().run, out, src)) {
+    runs.push_back({edge, {out, 1, src, 1}});
   }
-  runs.push_back({out, 1, edge, in, 1});
 }
 
 // y with a halo of `before` and `after` elements along axis d, in two ops
@@ -254,19 +233,20 @@ Array ExtendAlong(const Array& y, int d, Index before, Index after, Boundary bou
     Box place(Shape(rank, 0), core.shape());
     place.origin[d] = (*lead)[k];
     CopyArray(core, to.Slice(place));
-    for (const HaloRun& h : (*runs)[k]) {
+    for (const auto& [edge_index, run] : (*runs)[k]) {
       Box part(Shape(rank, 0), r.box.shape);
-      part.origin[d] = h.out;
-      part.shape[d] = h.length;
-      if (h.edge < 0) {
+      part.origin[d] = run.out_start;
+      part.shape[d] = run.length;
+      if (edge_index < 0) {
         FillArray(to.Slice(part), fill->bytes());
         continue;
       }
-      const ConstArrayView& edge = r.inputs[1][h.edge].view;
+      const ConstArrayView& edge = r.inputs[1][edge_index].view;
       Shape shape = edge.shape(), strides = edge.byte_strides();
-      shape[d] = h.length;
-      strides[d] *= h.step;
-      CopyArray(ConstArrayView(edge.data() + h.in * edge.byte_strides()[d], dtype, shape, strides),
+      shape[d] = run.length;
+      strides[d] *= run.step;
+      CopyArray(ConstArrayView(edge.data() + run.in_start * edge.byte_strides()[d], dtype, shape,
+                               strides),
                 to.Slice(part));
     }
     return out;
