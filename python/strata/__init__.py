@@ -35,7 +35,8 @@ from ._extras import (argsort, broadcast_shapes, cumprod, cumsum,  # noqa: F401
 from ._dtypes import can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
 from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401
-from ._compute import Plan, compute, map_blocks, plan, visualize  # noqa: F401
+from ._compute import Plan, compute, plan, visualize  # noqa: F401
+from ._block_functions import apply_gufunc, map_blocks, map_overlap  # noqa: F401
 from . import callbacks, diagnostics, linalg, random  # noqa: F401
 from .callbacks import Callback  # noqa: F401
 from .diagnostics import HistoryCallback, TqdmProgressBar  # noqa: F401

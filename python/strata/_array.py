@@ -4,6 +4,7 @@ Building an Array never touches data; compute(), numpy conversion and the
 scalar conversions (bool(x), float(x), ...) run the plan.
 """
 import operator
+import sys
 
 import numpy as np
 
@@ -69,6 +70,29 @@ def _inplace(name, symbol):
         return self
     op.__name__ = f"__i{name}__"
     return op
+
+
+# numpy.vectorize's methods that convert their arguments with asarray.
+_VECTORIZE_CALLS = ("_vectorize_call", "_vectorize_call_with_signature", "_get_ufunc_and_otypes")
+
+
+def _numpy_vectorize_is_calling():
+    """True when numpy.vectorize is converting an Array (called from
+    __array__): it would compute it whole and loop over its elements in
+    Python, the silent compute strata refuses elsewhere."""
+    source = np.vectorize._vectorize_call.__code__.co_filename
+    try:
+        frame = sys._getframe(2)  # 0: here, 1: __array__, 2: whoever converts
+    except ValueError:  # called from C with no Python caller
+        return False
+    for _ in range(3):  # numpy's method, or a comprehension inside it
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_filename == source and code.co_name in _VECTORIZE_CALLS:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class Array(NumpyMethods):
@@ -321,6 +345,12 @@ class Array(NumpyMethods):
         return operator.index(self._scalar("index"))
 
     def __array__(self, dtype=None):
+        if _numpy_vectorize_is_calling():
+            raise NotImplementedError(
+                "numpy.vectorize on a strata.Array would compute the whole array and call its "
+                "function element by element in this process; use strata.apply_gufunc(func, "
+                "signature, x, vectorize=True), which runs it block by block on the workers "
+                "(xarray's apply_ufunc(..., vectorize=True) calls numpy.vectorize)")
         a = self.compute()
         return a if dtype is None else a.astype(dtype, copy=False)
 
@@ -359,8 +389,13 @@ class Array(NumpyMethods):
         return to_zarr(self, store, path, **kwargs)
 
     def map_blocks(self, func, *args, **kwargs):
-        from ._compute import map_blocks
+        from ._block_functions import map_blocks
         return map_blocks(func, self, *args, **kwargs)
+
+    def map_overlap(self, func, depth, boundary=None, trim=True, **kwargs):
+        """Dask's Array.map_overlap: strata.map_overlap(func, self, ...)."""
+        from ._block_functions import map_overlap
+        return map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
 
     def sum(self, axis=None, dtype=None, keepdims=False):
         from ._functions import sum

@@ -1,13 +1,10 @@
-"""Running plans: compute, plan, visualize, and map_blocks with a Python
-function. The GIL is released while the engine plans and runs."""
-import inspect
+"""Running plans: compute, plan, visualize. The GIL is released while the
+engine plans and runs."""
 import json
 import os
 
-import numpy as np
-
-from ._array import Array, _wrap
-from ._core import _strata, dtype_name
+from ._array import Array
+from ._core import _strata
 from .callbacks import _Dispatcher
 
 
@@ -89,38 +86,3 @@ def visualize(*arrays, filename="strata", format=None, optimize_graph=True):
     path = f"{filename}.{format}"
     _strata.visualize(handles, path)
     return path
-
-
-def _accepts_block_id(func):
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "block_id" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def map_blocks(func, *args, dtype=None, chunks=None, extra_mem=0, name=None, **kwargs):
-    """Applies func to corresponding blocks of the array arguments (Dask's and
-    Cubed's map_blocks). func gets read-only numpy blocks (valid during the
-    call only) and returns a numpy block; it runs on the engine's worker
-    threads holding the GIL for each call, so it cannot run on the processes
-    or mpi executors (refused with ValueError). func gets block_id= when its
-    signature has it; other keyword arguments are passed on. dtype defaults to
-    the first array's; chunks is the output's block shape (as many blocks)."""
-    if not callable(func):
-        raise TypeError(f"map_blocks: {func!r} is not callable")
-    arrays = list(args)
-    if not arrays or not all(isinstance(a, Array) for a in arrays):
-        raise TypeError("map_blocks: pass the arrays as positional arguments "
-                        "(other arguments as keywords)")
-    if dtype is None:
-        dtype = arrays[0].dtype
-    if chunks is not None:
-        chunks = [int(c[0]) if isinstance(c, tuple) else int(c) for c in chunks]
-    f = func
-    if kwargs:
-        import functools
-        f = functools.partial(func, **kwargs)
-    label = name or f"map_blocks-{getattr(func, '__name__', 'function')}"
-    return _wrap(_strata.map_blocks(f, [a._h for a in arrays], dtype_name(dtype), chunks,
-                                    int(extra_mem), label, _accepts_block_id(func)))

@@ -176,12 +176,18 @@ class _Run:
         ops = run.ops()
         token = uuid.uuid4().hex
         memory_ops = {o["index"] for o in ops if o["tier"] == "memory"}
-        payload = token.encode() + _dumps({
-            "recipes": self.recipes, "fuse": self.fuse, "run_dir": run.run_dir,
-            "object_prefix": run.object_prefix, "memory_ops": memory_ops,
-            "ops": [_fingerprint(o) for o in ops],
-            "names": [[o["name"]] + list(o["fused_names"]) for o in ops],
-        })
+        try:
+            payload = token.encode() + _dumps({
+                "recipes": self.recipes, "fuse": self.fuse, "run_dir": run.run_dir,
+                "object_prefix": run.object_prefix, "memory_ops": memory_ops,
+                "ops": [_fingerprint(o) for o in ops],
+                "names": [[o["name"]] + list(o["fused_names"]) for o in ops],
+            })
+        except Exception as e:
+            raise ValueError(
+                f"compute: the arrays cannot be sent to the dask workers: cloudpickle cannot "
+                f"pickle how they were made (a function given to map_blocks, map_overlap or "
+                f"apply_gufunc, or something it refers to): {type(e).__name__}: {e}") from e
         names = {o["index"]: f"strata-{o['op']}-op{o['index']:03d}-{token}" for o in ops}
         output_ops = {o["index"] for o in ops if o["output"]}
         projected = {o["index"]: o["projected_mem"] for o in ops}

@@ -1333,6 +1333,88 @@ def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return list(_strata().meshgrid(*[_as_array(x) for x in xi], indexing=indexing))
 
 
+# ---------------------------------------------------------- functions over blocks
+
+@implements(np.gradient)
+def _gradient(f, *varargs, axis=None, edge_order=1):
+    """numpy's gradient (xarray's differentiate calls it) as one map_overlap
+    per axis: each block with edge_order elements of its neighbours, none
+    past the array's edges, so that numpy's own gradient of the extended
+    block is exact on the block (central differences inside, numpy's
+    one-sided ones at the array's edges)."""
+    name = "numpy.gradient"
+    x = _as_array(f)
+    s = _strata()
+    axes = _axes_tuple(axis, x.ndim, name)
+    if edge_order not in (1, 2):
+        raise ValueError("'edge_order' greater than 2 not supported")
+    if x.dtype == np.bool_:
+        _unsupported(name, "a boolean array (numpy's subtract is not defined for booleans)")
+    if not varargs:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacing = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise TypeError("invalid number of arguments")
+    for i, (ax, h) in enumerate(zip(axes, spacing)):
+        if isinstance(h, _Array()):
+            _unsupported(name, "spacing given as a strata.Array (give numpy coordinates)")
+        if np.ndim(h) == 1:
+            h = np.asarray(h)
+            if len(h) != x.shape[ax]:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            spacing[i] = h
+        elif np.ndim(h) != 0:
+            raise ValueError("distances must be either scalars or 1d")
+        if x.shape[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+    otype = x.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
+    outs = []
+    for ax, h in zip(axes, spacing):
+        starts = np.concatenate([[0], np.cumsum(x.chunks[ax])]).tolist()
+
+        def along(block, block_id=None, ax=ax, h=h, starts=starts):
+            if np.ndim(h) == 1:  # the coordinates of the extended block
+                lo = max(0, starts[block_id[ax]] - edge_order)
+                h = h[lo:lo + block.shape[ax]]
+            return np.gradient(block, h, axis=ax, edge_order=edge_order)
+
+        outs.append(s.map_overlap(along, x, depth={ax: edge_order}, boundary="none",
+                                  dtype=otype, name=f"gradient-axis{ax}"))
+    return outs[0] if len(outs) == 1 else outs
+
+
+@implements(np.apply_along_axis)
+def _apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """numpy's apply_along_axis as strata.apply_gufunc over that axis (made
+    one chunk). The shape and dtype of func1d's result come from one call on
+    a line of ones of the axis's length (numpy calls it on the data's first
+    line, which would compute)."""
+    name = "numpy.apply_along_axis"
+    x = _as_array(arr)
+    axis = _normalize_axis(axis, x.ndim, name)
+    n = x.shape[axis]
+    if 0 in x.shape[:axis] + x.shape[axis + 1:]:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    if n == 0:
+        _unsupported(name, "an axis of extent 0")
+    probe = np.asarray(func1d(np.ones(n, dtype=x.dtype), *args, **kwargs))
+    core = [f"out{j}" for j in range(probe.ndim)]
+
+    def along_axis(block):
+        return np.apply_along_axis(func1d, -1, block, *args, **kwargs)
+
+    return _strata().apply_gufunc(
+        along_axis, f"(n)->({','.join(core)})", x,
+        axes=[(axis,), tuple(range(axis, axis + probe.ndim))],
+        output_dtypes=probe.dtype, output_sizes=dict(zip(core, probe.shape)),
+        allow_rechunk=True, name=f"apply_along_axis-{getattr(func1d, '__name__', 'func1d')}")
+
+
 # ---------------------------------------------------------- data-dependent (issue 16)
 
 @implements(np.nonzero)

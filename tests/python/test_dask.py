@@ -152,6 +152,58 @@ def test_engine_operations_match_threads(dask_spec, threads_spec):
         both(build, dask_spec, threads_spec)
 
 
+def test_map_overlap_apply_gufunc_and_gradient_match_threads(dask_spec, threads_spec):
+    """The Python functions travel to the workers inside the arrays' records
+    (cloudpickle), closures and numpy coordinates included."""
+    weights = np.array([0.25, 0.5, 0.25])
+
+    def smooth(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+        return strata.map_overlap(
+            lambda b: weights[0] * np.roll(b, 1, 0) + weights[1] * b + weights[2] * np.roll(b, -1, 0),
+            x, depth=(1, 2), boundary="reflect")
+
+    def two_arrays(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+        y = strata.asarray(DATA * 2, chunks=(16, 8), spec=s)
+        return strata.map_overlap(lambda u, v, block_id=None: (u - v)[1:-1, 1:-1] + block_id[0],
+                                  x, y, depth=1, boundary=0.5, trim=False)
+
+    def gufunc(s):
+        x = strata.asarray(DATA, chunks=(12, 40), spec=s)
+        return strata.apply_gufunc(lambda b: b.mean(-1) - weights.sum(), "(i)->()", x)
+
+    def gufunc_second_output(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+        return strata.apply_gufunc(lambda b: (b.min(-1), b.argmax(-1)), "(i)->(),()", x,
+                                   allow_rechunk=True)[1]
+
+    def gradient(s):
+        coords = np.cumsum(np.arange(1.0, 49.0))
+        return np.gradient(strata.asarray(DATA, chunks=(12, 10), spec=s), coords, axis=0,
+                           edge_order=2)
+
+    for build in (smooth, two_arrays, gufunc, gufunc_second_output, gradient):
+        both(build, dask_spec, threads_spec)
+    np.testing.assert_allclose(gradient(dask_spec).compute(),
+                               np.gradient(DATA, np.cumsum(np.arange(1.0, 49.0)), axis=0,
+                                           edge_order=2))
+
+
+def test_a_function_cloudpickle_cannot_send_is_refused(dask_spec):
+    lock = threading.Lock()
+
+    def holds_a_lock(b):
+        with lock:
+            return b
+
+    x = strata.map_overlap(holds_a_lock, strata.asarray(DATA, chunks=(12, 10), spec=dask_spec),
+                           depth=1)
+    with pytest.raises(ValueError, match="cannot be sent to the dask workers: cloudpickle "
+                       "cannot pickle how they were made"):
+        x.compute()
+
+
 def test_zarr_in_and_out_match_threads(dask_spec, threads_spec, tmp_path):
     src = tmp_path / "src.zarr"
     strata.to_zarr(strata.asarray(DATA, chunks=(8, 8)), str(src))
@@ -221,7 +273,20 @@ def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
     def names(text):  # each build makes arrays of its own names
         return re.sub(r"array-\d+", "array-N", text)
 
-    for build in (wrong_shape, raising, corrupt):
+    def overlap_raising(s):
+        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
+
+        def f(blk, block_id=None):
+            if block_id == (1, 3):
+                raise ArithmeticError("a halo too far")
+            return blk
+        return strata.map_overlap(f, x, depth=2, boundary="periodic")
+
+    def gufunc_wrong_dtype(s):
+        x = strata.asarray(DATA, chunks=(48, 40), spec=s)   # one block: one error
+        return strata.apply_gufunc(lambda b: b.sum(-1), "(i)->()", x, output_dtypes="int32")
+
+    for build in (wrong_shape, raising, corrupt, overlap_raising, gufunc_wrong_dtype):
         errors = []
         for spec in (threads_spec, dask_spec):
             x = build(spec)

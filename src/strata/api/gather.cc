@@ -79,7 +79,7 @@ std::vector<Index> SplitExtent(Index extent, Index chunk) {
 }
 
 Array OrthogonalGather(std::string op, const Array& x, std::vector<AxisSource> axes,
-                       std::optional<Scalar> fill) {
+                       std::optional<Scalar> fill, const std::function<void(Node&)>& decorate) {
   if (!x.ok()) return x;
   const int rank = x.ndim();
   STRATA_CHECK(static_cast<int>(axes.size()) == rank) << op << ": one source per axis";
@@ -192,7 +192,7 @@ Array OrthogonalGather(std::string op, const Array& x, std::vector<AxisSource> a
     return out;
   };
   return MakeBlockwise(std::move(op), grid.shape(), dtype, grid, {x}, {std::move(map)},
-                       std::move(fn), 0, x.spec());
+                       std::move(fn), 0, x.spec(), NodeKind::kBlockwise, decorate);
 }
 
 }  // namespace strata::internal_api

@@ -16,6 +16,7 @@
 #ifndef STRATA_API_GATHER_INTERNAL_H_
 #define STRATA_API_GATHER_INTERNAL_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,10 +44,12 @@ AxisSource IdentityAxis(const Array& x, int axis);
 std::vector<Index> SplitExtent(Index extent, Index chunk);
 
 // Builds the gather (one blockwise op named `op`). `fill` is required when a
-// run has in_start < 0 (it is cast to x's dtype). InvalidArgument when the
-// runs do not cover the output axis exactly or point outside x.
+// run has in_start < 0 (it is cast to x's dtype). `decorate` may set the
+// node's optional fields (MakeBlockwise). InvalidArgument when the runs do
+// not cover the output axis exactly or point outside x.
 Array OrthogonalGather(std::string op, const Array& x, std::vector<AxisSource> axes,
-                       std::optional<Scalar> fill = std::nullopt);
+                       std::optional<Scalar> fill = std::nullopt,
+                       const std::function<void(Node&)>& decorate = nullptr);
 
 }  // namespace strata::internal_api
 

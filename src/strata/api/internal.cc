@@ -27,6 +27,17 @@ std::shared_ptr<const Spec> SpecOf(const std::vector<Array>& arrays) {
   return std::make_shared<const Spec>();
 }
 
+Status CheckCallingProcessOnly(std::string_view op, std::string_view reason, const Spec& spec) {
+  if (reason.empty()) return Status::Ok();
+  if (spec.executor != ExecutorKind::kProcesses && spec.executor != ExecutorKind::kMpi) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError(fmt::format(
+      "{}: the function {}, so it cannot run on the {} executor; use the threads or inline "
+      "executor",
+      op, reason, ExecutorName(spec.executor)));
+}
+
 Status FirstError(std::initializer_list<const Array*> arrays) {
   for (const Array* a : arrays) {
     if (!a->ok()) return a->status();

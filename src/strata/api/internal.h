@@ -85,6 +85,13 @@ Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
 Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element,
                              std::string_view op);
 
+// An op whose function must run in the calling process (`reason`, e.g.
+// "calls a Python function"; empty: any process will do) is refused here when
+// `spec` names the processes or mpi executor (InvalidArgument naming `op` and
+// the executor); the planner refuses it too, for a spec that changes later
+// (Node::calling_process_only). map_blocks, map_overlap and apply_gufunc.
+Status CheckCallingProcessOnly(std::string_view op, std::string_view reason, const Spec& spec);
+
 // A blockwise node from parts (fills id and name). `decorate` may set the
 // node's optional fields (region_fn, virtual_fill, streams_input) first.
 Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,

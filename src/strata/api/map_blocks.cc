@@ -108,14 +108,11 @@ Array map_blocks(MapBlocksFunction fn, const std::vector<Array>& arrays, DType d
 
 Array map_blocks(const MapBlocksOptions& options, MapBlocksFunction fn,
                  const std::vector<Array>& arrays, DType dtype) {
-  if (!options.calling_process_only.empty()) {
-    const ExecutorKind executor = internal_api::SpecOf(arrays)->executor;
-    if (executor == ExecutorKind::kProcesses || executor == ExecutorKind::kMpi) {
-      return Array::FromStatus(InvalidArgumentError(fmt::format(
-          "{}: the function {}, so it cannot run on the {} executor; use the threads or inline "
-          "executor",
-          options.name, options.calling_process_only, ExecutorName(executor))));
-    }
+  if (Status s = internal_api::FirstError(arrays); !s.ok()) return Array::FromStatus(s);
+  if (Status s = internal_api::CheckCallingProcessOnly(
+          options.name, options.calling_process_only, *internal_api::SpecOf(arrays));
+      !s.ok()) {
+    return Array::FromStatus(s);
   }
   return MapBlocks(std::move(fn), arrays, dtype, options.chunks, options.extra_mem, options.name,
                    options.calling_process_only);

@@ -164,5 +164,61 @@ TEST(MemoryContractExtrasTest, PadRollAndMapOverlap) {
   EXPECT_EQ(h.results[2].data_as<double>()[kRows * kCols + 9], At(shape, 7, kRows, 9));
 }
 
+// Two arrays with their halos into one function (trim off: it returns the
+// block), and a gufunc of two outputs packed into one intermediate block.
+TEST(MemoryContractExtrasTest, MapOverlapOfTwoAndGufuncOfTwoOutputs) {
+  const Shape shape = {2 * kRows, kCols};
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array x = random::random(shape, {kRows, kCols}, 7, spec);
+        Array y = random::random(shape, {kRows, kCols}, 8, spec);
+        OverlapOptions o;
+        o.depth = {1, 0};
+        o.boundary = {Boundary::kNearest};
+        o.trim = false;
+        // The block's own rows of x - y (the halo row dropped).
+        Array diff = map_overlap(
+            [](std::span<const ConstArrayView> b, const BlockInfo& info,
+               MemoryPool& pool) -> Result<NDArray> {
+              Box own(Shape{1, 0}, info.box.shape);
+              STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::CopyOf(pool, b[0].Slice(own)));
+              NDArray other = *NDArray::CopyOf(pool, b[1].Slice(own));
+              for (Index i = 0; i < out.num_elements(); ++i) {
+                out.data_as<double>()[i] -= other.data_as<double>()[i];
+              }
+              return out;
+            },
+            std::vector<Array>{x, y}, DTypeId::kFloat64, o);
+        // Per row: the row itself and its sum.
+        std::vector<Array> parts = apply_gufunc(
+            [](std::span<const ConstArrayView> b, const BlockInfo& loop,
+               MemoryPool& pool) -> Result<std::vector<NDArray>> {
+              STRATA_ASSIGN_OR_RETURN(NDArray row, NDArray::CopyOf(pool, b[0]));
+              STRATA_ASSIGN_OR_RETURN(NDArray sum,
+                                      NDArray::Zeros(pool, DTypeId::kFloat64, loop.box.shape));
+              const Index n = row.shape().back();
+              for (Index i = 0; i < sum.num_elements(); ++i) {
+                for (Index k = 0; k < n; ++k) {
+                  sum.data_as<double>()[i] += row.data_as<double>()[i * n + k];
+                }
+              }
+              std::vector<NDArray> out;
+              out.push_back(std::move(row));
+              out.push_back(std::move(sum));
+              return out;
+            },
+            "(j)->(j),()", {x}, {DTypeId::kFloat64, DTypeId::kFloat64}, GufuncOptions());
+        return std::vector<Array>{diff, parts[0], parts[1]};
+      },
+      kChunkBytes);
+  ASSERT_EQ(h.results.size(), 3u);
+  EXPECT_EQ(h.results[0].data_as<double>()[kRows * kCols + 9],
+            At(shape, 7, kRows, 9) - At(shape, 8, kRows, 9));
+  EXPECT_EQ(h.results[1].data_as<double>()[3 * kCols + 5], At(shape, 7, 3, 5));
+  double sum = 0;
+  for (Index j = 0; j < kCols; ++j) sum += At(shape, 7, 17, j);
+  EXPECT_NEAR(h.results[2].data_as<double>()[17], sum, 1e-9);
+}
+
 }  // namespace
 }  // namespace strata

@@ -1,9 +1,12 @@
 // pad, map_overlap and apply_gufunc against numpy: every pad mode (widths
 // larger than the axis included), map_overlap's boundaries with depths
-// smaller and larger than a block, and gufunc signatures with broadcast loop
-// dimensions and chunked core dimensions.
+// smaller and larger than a block (and the axis), asymmetric depths, trim
+// off, several arrays, empty and 0-d arrays, and gufunc signatures with
+// broadcast loop dimensions, chunked core dimensions and several outputs;
+// the errors each names (op, block, executor).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -178,20 +181,63 @@ TEST(MapOverlapTest, AgainstNumpy) {
     ExpectArrayNear(Compute(c.got), np.First(c.id), 1e-12, 1e-12, c.what);
     EXPECT_EQ(c.got.shape(), Shape({9, 8}));
   }
-  // trim = false keeps the extended blocks.
+  // trim = false: the function trims its block itself (Dask's trim=False),
+  // here keeping the element after each block's last (or 0 at the end).
   OverlapOptions keep;
-  keep.depth = {1, 2};
+  keep.depth = {0, 1};
+  keep.depth_after = {1, 0};
   keep.boundary = {Boundary::kNone};
   keep.trim = false;
-  Array ext = map_overlap([](std::span<const ConstArrayView> b, const BlockInfo&,
-                             MemoryPool& pool) { return NDArray::CopyOf(pool, b[0]); },
-                          Lazy(h, {3, 4}), DTypeId::kFloat64, keep);
-  ASSERT_TRUE(ext.ok()) << ext.status().ToString();
-  EXPECT_EQ(ext.chunks().AxisChunkSizes(0), (std::vector<Index>{4, 5, 4}));
-  EXPECT_EQ(ext.chunks().AxisChunkSizes(1), (std::vector<Index>{6, 6}));
+  Array next = map_overlap(
+      [](std::span<const ConstArrayView> b, const BlockInfo& info,
+         MemoryPool& pool) -> Result<NDArray> {
+        // The extended block: no halo before along axis 0, one after (none
+        // past the end); one before along axis 1 (none before the start).
+        const ConstArrayView& e = b[0];
+        Box shifted(Shape(2), info.box.shape);
+        shifted.origin[0] = 1;
+        shifted.origin[1] = e.shape()[1] - info.box.shape[1];
+        shifted.shape[0] = std::min(info.box.shape[0], e.shape()[0] - 1);
+        STRATA_ASSIGN_OR_RETURN(NDArray out,
+                                NDArray::Zeros(pool, DTypeId::kFloat64, info.box.shape));
+        CopyArray(e.Slice(shifted), out.view().Slice(Box(Shape(2), shifted.shape)));
+        return out;
+      },
+      Lazy(h, {3, 4}), DTypeId::kFloat64, keep);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next.chunks().AxisChunkSizes(0), (std::vector<Index>{3, 3, 3}));
+  NumpyOracle more;  // a second Python process: `np` has run
+  const int next_id = more.Add("np.concatenate([a[1:], np.zeros((1, 8))])", {&h});
+  // Several arrays of one shape, unified chunks: x + y over a 1-deep halo
+  // (a periodic sum of neighbours along axis 0).
+  const NDArray h2 = RandomHost(DTypeId::kFloat64, {9, 8}, 4);
+  OverlapOptions two;
+  two.depth = {1, 0};
+  two.boundary = {Boundary::kPeriodic};
+  Array summed = map_overlap(
+      [](std::span<const ConstArrayView> b, const BlockInfo&, MemoryPool& pool) -> Result<NDArray> {
+        STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::CopyOf(pool, b[0]));
+        NDArray y = *NDArray::CopyOf(pool, b[1]);
+        const Index n = out.shape()[0], m = out.shape()[1];
+        NDArray x = *NDArray::CopyOf(pool, b[0]);
+        for (Index i = 1; i + 1 < n; ++i) {
+          for (Index j = 0; j < m; ++j) {
+            out.data_as<double>()[i * m + j] =
+                x.data_as<double>()[(i - 1) * m + j] + y.data_as<double>()[(i + 1) * m + j];
+          }
+        }
+        return out;
+      },
+      std::vector<Array>{Lazy(h, {2, 8}), Lazy(h2, {4, 3})}, DTypeId::kFloat64, two);
+  ASSERT_TRUE(summed.ok()) << summed.status().ToString();
+  const int summed_id = more.Add("np.roll(a, 1, axis=0) + np.roll(b, -1, axis=0)", {&h, &h2});
+  more.Run();
+  ExpectArrayNear(Compute(next), more.First(next_id), 0, 0, "trim=false");
+  ExpectArrayNear(Compute(summed), more.First(summed_id), 1e-12, 1e-12, "two arrays");
   // A function returning the wrong shape is named with its block.
   OverlapOptions o;
   o.depth = {1};
+  o.name = "map_overlap-tiny";
   Array wrong = map_overlap(
       [](std::span<const ConstArrayView> b, const BlockInfo&, MemoryPool& pool) {
         return NDArray::Zeros(pool, DTypeId::kFloat64, {1, 1});
@@ -199,10 +245,85 @@ TEST(MapOverlapTest, AgainstNumpy) {
       Lazy(h, {3, 4}), DTypeId::kFloat64, o);
   Result<NDArray> r = compute(wrong);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("the block with its halo"), std::string::npos)
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("map_overlap-tiny: the function returned a float64 block "
+                                      "of shape (1, 1) for block "),
+            std::string::npos)
       << r.status().message();
+  EXPECT_NE(r.status().message().find("the block with its halo"), std::string::npos);
+  // An error of the function is named with the op and the block.
+  Array failing = map_overlap(
+      [](std::span<const ConstArrayView>, const BlockInfo&, MemoryPool&) -> Result<NDArray> {
+        return InvalidArgumentError("no luck");
+      },
+      Lazy(h, {3, 4}), DTypeId::kFloat64, o);
+  r = compute(failing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("map_overlap-tiny: block "), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("no luck"), std::string::npos) << r.status().message();
+  auto invalid = [](const Array& x, const std::string& text) {
+    ASSERT_FALSE(x.ok());
+    EXPECT_EQ(x.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(x.status().message().find(text), std::string::npos) << x.status().message();
+  };
   o.depth = {-1};
-  EXPECT_FALSE(map_overlap(Mean3x3, Lazy(h, {3, 4}), DTypeId::kFloat64, o).ok());
+  invalid(map_overlap(Mean3x3, Lazy(h, {3, 4}), DTypeId::kFloat64, o),
+          "map_overlap-tiny: depth -1 along axis 0 is negative");
+  o.depth = {1, 1, 1};
+  invalid(map_overlap(Mean3x3, Lazy(h, {3, 4}), DTypeId::kFloat64, o),
+          "map_overlap-tiny: depth: 3 values given for an array of rank 2");
+  o.depth = {1};
+  invalid(map_overlap(Mean3x3, std::vector<Array>{Lazy(h, {3, 4}), Lazy(h, {3, 4}).T()},
+                      DTypeId::kFloat64, o),
+          "array 1 has shape (8, 9) but array 0 has shape (9, 8)");
+  invalid(map_overlap(Mean3x3, std::vector<Array>{}, DTypeId::kFloat64, o), "no arrays given");
+  o.calling_process_only = "calls a Python function";
+  Spec procs = SmallSpec();
+  procs.executor = ExecutorKind::kProcesses;
+  invalid(map_overlap(Mean3x3, random::random({9, 8}, {3, 4}, 1, procs), DTypeId::kFloat64, o),
+          "map_overlap-tiny: the function calls a Python function, so it cannot run on the "
+          "processes executor");
+}
+
+// Empty arrays never call the function; 0-d arrays and arrays of one block
+// get it once; a halo deeper than the whole axis wraps around it again.
+TEST(MapOverlapTest, EdgeShapes) {
+  int calls = 0;
+  auto copy = [&calls](std::span<const ConstArrayView> b, const BlockInfo&, MemoryPool& pool) {
+    ++calls;
+    return NDArray::CopyOf(pool, b[0]);
+  };
+  OverlapOptions o;
+  o.depth = {2};
+  o.boundary = {Boundary::kNearest};
+  Array empty = map_overlap(copy, random::random({0, 5}, {1, 2}, 1, SmallSpec()),
+                            DTypeId::kFloat64, o);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty.shape(), Shape({0, 5}));
+  EXPECT_EQ(Compute(empty).num_elements(), 0);
+  EXPECT_EQ(calls, 0);
+  const NDArray s = RandomHost(DTypeId::kFloat64, {}, 5);
+  Array scalar = map_overlap(copy, Lazy(s, {}), DTypeId::kFloat64, o);
+  ASSERT_TRUE(scalar.ok()) << scalar.status().ToString();
+  ExpectArrayNear(Compute(scalar), s, 0, 0, "0-d");
+  EXPECT_EQ(calls, 1);
+  // One block of 3, a periodic halo of 7 each side: the function sees
+  // 17 elements (the axis wrapped around), and returns the middle 3.
+  const NDArray line = RandomHost(DTypeId::kFloat64, {3}, 6);
+  OverlapOptions deep;
+  deep.depth = {7};
+  deep.boundary = {Boundary::kPeriodic};
+  Index seen = 0;
+  Array wrapped = map_overlap(
+      [&seen](std::span<const ConstArrayView> b, const BlockInfo&, MemoryPool& pool) {
+        seen = b[0].shape()[0];
+        return NDArray::CopyOf(pool, b[0]);
+      },
+      Lazy(line, {3}), DTypeId::kFloat64, deep);
+  ExpectArrayNear(Compute(wrapped), line, 0, 0, "deep periodic halo");
+  EXPECT_EQ(seen, 17);
 }
 
 TEST(GufuncTest, AgainstNumpy) {
@@ -308,6 +429,112 @@ TEST(GufuncTest, AgainstNumpy) {
                            ", 6) for block ", ", expected float64 of shape (2, "}) {
     EXPECT_NE(bad.status().message().find(part), std::string::npos) << bad.status().message();
   }
+}
+
+// Several outputs of different dtypes and core shapes, from one call per
+// block; refusals of allow_rechunk = false and of outputs miscounted.
+TEST(GufuncTest, SeveralOutputs) {
+  const NDArray a = RandomHost(DTypeId::kFloat64, {5, 7, 6}, 11);
+  std::atomic<int> calls{0};
+  // "(t)->(),(t),()": the row's max (float64), the row's ranks in reverse
+  // (int32), and whether the row's first element is its max (bool).
+  GufuncFunction stats = [&calls](std::span<const ConstArrayView> in, const BlockInfo& loop,
+                                  MemoryPool& pool) -> Result<std::vector<NDArray>> {
+    ++calls;
+    NDArray x = *NDArray::CopyOf(pool, in[0]);
+    const Index t = x.shape().back();
+    Shape with_t = loop.box.shape;
+    with_t.push_back(t);
+    STRATA_ASSIGN_OR_RETURN(NDArray mx, NDArray::Allocate(pool, DTypeId::kFloat64, loop.box.shape));
+    STRATA_ASSIGN_OR_RETURN(NDArray rev, NDArray::Allocate(pool, DTypeId::kInt32, with_t));
+    STRATA_ASSIGN_OR_RETURN(NDArray first, NDArray::Allocate(pool, DTypeId::kBool, loop.box.shape));
+    for (Index i = 0; i < mx.num_elements(); ++i) {
+      const double* row = x.data_as<double>() + i * t;
+      double m = row[0];
+      for (Index k = 0; k < t; ++k) {
+        m = std::max(m, row[k]);
+        rev.data_as<int32_t>()[i * t + k] = static_cast<int32_t>(t - 1 - k);
+      }
+      mx.data_as<double>()[i] = m;
+      first.data_as<bool>()[i] = row[0] == m;
+    }
+    std::vector<NDArray> out;
+    out.push_back(std::move(mx));
+    out.push_back(std::move(rev));
+    out.push_back(std::move(first));
+    return out;
+  };
+  GufuncOptions options;
+  options.name = "apply_gufunc-stats";
+  for (const Shape& chunks : Chunkings({5, 7, 6}, 12, 2)) {
+    calls = 0;
+    std::vector<Array> got =
+        apply_gufunc(stats, "(t)->(),(t),()", {Lazy(a, chunks)},
+                     {DTypeId::kFloat64, DTypeId::kInt32, DTypeId::kBool}, options);
+    ASSERT_EQ(got.size(), 3u);
+    for (const Array& g : got) ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(got[1].dtype(), DType(DTypeId::kInt32));
+    Result<std::vector<NDArray>> r = compute(got);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // One call per loop block, whatever the number of outputs.
+    const Index loop_blocks = (5 + chunks[0] - 1) / chunks[0] * ((7 + chunks[1] - 1) / chunks[1]);
+    EXPECT_EQ(calls.load(), loop_blocks) << ShapeToString(chunks);
+    NumpyOracle check;
+    const int mx = check.Add("a.max(axis=-1)", {&a});
+    const int rev = check.Add("np.broadcast_to(np.arange(5, -1, -1, dtype=np.int32), a.shape)",
+                              {&a});
+    const int first = check.Add("a[..., 0] == a.max(axis=-1)", {&a});
+    check.Run();
+    ExpectArrayNear((*r)[0], check.First(mx), 0, 0, "max " + ShapeToString(chunks));
+    ExpectArrayNear((*r)[1], check.First(rev), 0, 0, "reversed ranks");
+    ExpectArrayNear((*r)[2], check.First(first), 0, 0, "first is max");
+  }
+  auto invalid = [](const Array& x, StatusCode code, const std::string& text) {
+    ASSERT_FALSE(x.ok());
+    EXPECT_EQ(x.status().code(), code);
+    EXPECT_NE(x.status().message().find(text), std::string::npos) << x.status().message();
+  };
+  // Core dimensions in several chunks, refused without allow_rechunk.
+  GufuncOptions strict = options;
+  strict.allow_rechunk = false;
+  invalid(apply_gufunc(stats, "(t)->(),(t),()", {Lazy(a, {2, 2, 4})},
+                       {DTypeId::kFloat64, DTypeId::kInt32, DTypeId::kBool}, strict)[0],
+          StatusCode::kInvalidArgument,
+          "apply_gufunc-stats: core dimension 't' of input 0 is in 2 chunks; rechunk it into one "
+          "chunk along axis 2 or allow rechunking");
+  EXPECT_TRUE(apply_gufunc(stats, "(t)->(),(t),()", {Lazy(a, {2, 2, 6})},
+                           {DTypeId::kFloat64, DTypeId::kInt32, DTypeId::kBool}, strict)[0]
+                  .ok());
+  invalid(apply_gufunc(stats, "(t)->(),(t),()", {Lazy(a, {2, 2, 6})},
+                       {DTypeId::kFloat64, DTypeId::kInt32}, options)[0],
+          StatusCode::kInvalidArgument, "has 3 outputs, 2 dtypes given");
+  // A function returning a block too few, or a block of the wrong dtype.
+  GufuncFunction short_fn = [](std::span<const ConstArrayView> in, const BlockInfo& loop,
+                               MemoryPool& pool) -> Result<std::vector<NDArray>> {
+    std::vector<NDArray> out;
+    STRATA_ASSIGN_OR_RETURN(NDArray b, NDArray::Zeros(pool, DTypeId::kFloat32, loop.box.shape));
+    out.push_back(std::move(b));
+    return out;
+  };
+  std::vector<Array> got =
+      apply_gufunc(short_fn, "(t)->(),()", {Lazy(a, {2, 7, 6})},
+                   {DTypeId::kFloat64, DTypeId::kFloat32}, options);
+  Result<std::vector<NDArray>> r = compute(got);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(
+                "apply_gufunc-stats: the function returned 1 blocks for block "),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("the signature has 2 outputs"), std::string::npos);
+  Spec procs = SmallSpec();
+  procs.executor = ExecutorKind::kMpi;
+  GufuncOptions python = options;
+  python.calling_process_only = "calls a Python function";
+  invalid(apply_gufunc(stats, "(t)->(),(t),()", {random::random({5, 6}, {2, 6}, 1, procs)},
+                       {DTypeId::kFloat64, DTypeId::kInt32, DTypeId::kBool}, python)[2],
+          StatusCode::kInvalidArgument,
+          "apply_gufunc-stats: the function calls a Python function, so it cannot run on the mpi "
+          "executor");
 }
 
 }  // namespace

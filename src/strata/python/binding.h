@@ -56,9 +56,10 @@ inline Array Checked(Array a) {
   return a;
 }
 
-// Python exceptions raised inside tasks (map_blocks functions): kept here and
-// re-raised as they are when the compute's error reaches Python. The Status
-// carries "[python exception N]" to find it.
+// Python exceptions raised inside tasks (the functions of map_blocks,
+// map_overlap and apply_gufunc): kept here and re-raised as they are when the
+// compute's error reaches Python. The Status carries "[python exception N]"
+// to find it.
 std::string StashPythonError(py::error_already_set& e);
 // The same for an exception object (one raised in another process): the
 // text to append to a Status message, " [python exception N]".
@@ -86,6 +87,8 @@ py::array ToNumpy(NDArray a);
 std::shared_ptr<const NDArray> FromNumpy(py::array a);
 // A read-only numpy view of `v`, valid while `base` lives.
 py::array ViewToNumpy(const ConstArrayView& v, py::handle base);
+// Block coordinates as a tuple of ints (a block_id).
+py::tuple IndexTuple(std::span<const Index> v);
 
 void RegisterArray(py::module_& m);
 // The operations of issue 16 and the data type functions (array_extras.cc).
@@ -93,6 +96,9 @@ void RegisterArrayExtras(py::module_& m);
 // The `_strata.linalg` submodule (linalg.cc).
 void RegisterLinalg(py::module_& m);
 void RegisterCompute(py::module_& m);
+// map_blocks, map_overlap and apply_gufunc with Python functions
+// (block_functions.cc).
+void RegisterBlockFunctions(py::module_& m);
 void RegisterDask(py::module_& m);
 // `_strata.Store` and `open_store` (store.cc).
 void RegisterStore(py::module_& m);

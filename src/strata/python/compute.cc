@@ -1,4 +1,4 @@
-// `_strata`: plan, compute, visualize, map_blocks and callbacks: the places
+// `_strata`: plan, compute, visualize and callbacks: the places
 // where Python and the engine's threads meet.
 //
 // GIL rules. plan() and compute() release the GIL for all their C++ work.
@@ -7,8 +7,9 @@
 // handlers: a KeyboardInterrupt (Ctrl-C) sets the compute's cancel flag
 // (runtime/executor.h), the compute winds down (running tasks finish,
 // intermediates are removed) and the KeyboardInterrupt is raised. Python
-// code called from tasks (map_blocks functions, callbacks) takes the GIL for
-// the length of each call.
+// code called from tasks (callbacks here; map_blocks, map_overlap and
+// apply_gufunc functions in block_functions.cc) takes the GIL for the length
+// of each call.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -31,12 +32,6 @@ struct CallbackErrors {
   std::mutex mu;
   std::optional<py::error_already_set> first;  // guarded by mu; touched with the GIL
 };
-
-py::tuple IndexTuple(std::span<const Index> v) {
-  py::tuple t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = py::int_(v[i]);
-  return t;
-}
 
 py::dict OpDict(const PlannedOp& op) {
   py::dict d;
@@ -226,6 +221,12 @@ std::shared_ptr<const Plan> PlanOf(const std::vector<Array>& arrays, bool fuse) 
 
 }  // namespace
 
+py::tuple IndexTuple(std::span<const Index> v) {
+  py::tuple t(v.size());
+  for (size_t i = 0; i < v.size(); ++i) t[i] = py::int_(v[i]);
+  return t;
+}
+
 py::list ComputeWith(const std::vector<Array>& arrays, py::object callback, bool fuse,
                      ComputeOptions options) {
   std::shared_ptr<const Plan> p = PlanOf(arrays, fuse);
@@ -263,84 +264,6 @@ py::list Compute(const std::vector<Array>& arrays, py::object callback, bool fus
   return ComputeWith(arrays, std::move(callback), fuse, ComputeOptions());
 }
 
-// A Python function as a MapBlocksFunction: it gets read-only numpy views of
-// the input blocks (no copy; valid only during the call) and its result is
-// copied into a buffer of the task's pool (so its memory is measured).
-MapBlocksFunction PythonBlockFunction(py::object fn, DType dtype, bool pass_block_id,
-                                      std::string name) {
-  // The function object is released with the GIL, whichever thread drops it.
-  auto* ref = new py::object(std::move(fn));
-  std::shared_ptr<py::object> func(ref, [](py::object* o) {
-    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
-      py::gil_scoped_acquire gil;
-      delete o;
-    }
-  });
-  return [func, dtype, pass_block_id, name](std::span<const ConstArrayView> blocks,
-                                            const BlockInfo& info,
-                                            MemoryPool& pool) -> Result<NDArray> {
-    py::gil_scoped_acquire gil;
-    try {
-      // The views' base (numpy wants one to not copy); they point into
-      // Strata's memory, which outlives the call.
-      py::object keeper = py::str("strata input block");
-      py::tuple args(blocks.size());
-      for (size_t i = 0; i < blocks.size(); ++i) args[i] = ViewToNumpy(blocks[i], keeper);
-      py::dict kwargs;
-      if (pass_block_id) kwargs["block_id"] = IndexTuple(info.block);
-      Result<NDArray> out = InvalidArgumentError("unset");
-      {
-        py::object r = (*func)(*args, **kwargs);
-        py::array a = py::module_::import("numpy").attr("asarray")(
-            r, py::arg("dtype") = std::string(dtype.name()));
-        Shape shape(a.shape(), a.shape() + a.ndim());
-        if (shape != info.box.shape) {
-          return InvalidArgumentError(fmt::format(
-              "{}: the function returned a block of shape {} for block {}, expected {}", name,
-              ShapeToString(shape), JoinIndices(info.block, '.'), ShapeToString(info.box.shape)));
-        }
-        Shape strides(a.strides(), a.strides() + a.ndim());
-        out = NDArray::Allocate(pool, dtype, shape);
-        if (out.ok() && out->nbytes() > 0) {
-          CopyArray(ConstArrayView(static_cast<const std::byte*>(a.data()), dtype, shape, strides),
-                    out->view());
-        }
-      }
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        if (Py_REFCNT(PyTuple_GET_ITEM(args.ptr(), static_cast<py::ssize_t>(i))) > 1) {
-          return InvalidArgumentError(fmt::format(
-              "{}: the function kept a reference to input {} of block {}; inputs are read-only "
-              "views of Strata's memory, valid only during the call: keep a copy "
-              "(numpy.array(x)) instead",
-              name, i, JoinIndices(info.block, '.')));
-        }
-      }
-      return out;
-    } catch (py::error_already_set& e) {
-      // Not retried (the function would fail again): Unknown is not retryable.
-      return UnknownError(
-          fmt::format("{}: block {}: {}", name, JoinIndices(info.block, '.'), StashPythonError(e)));
-    }
-  };
-}
-
-Array MapBlocks(py::object fn, std::vector<Array> arrays, const std::string& dtype,
-                std::optional<Shape> chunks, int64_t extra_mem, std::string name,
-                bool pass_block_id) {
-  if (!PyCallable_Check(fn.ptr())) {
-    throw py::type_error(fmt::format("map_blocks: {} is not callable",
-                                     py::repr(fn).cast<std::string>()));
-  }
-  const DType t = ToDType(dtype);
-  MapBlocksOptions options;
-  if (chunks) options.chunks = *chunks;
-  options.extra_mem = extra_mem;
-  options.name = name;
-  options.calling_process_only = "calls a Python function";
-  return Checked(
-      map_blocks(options, PythonBlockFunction(std::move(fn), t, pass_block_id, name), arrays, t));
-}
-
 }  // namespace
 
 void RegisterCompute(py::module_& m) {
@@ -368,9 +291,6 @@ void RegisterCompute(py::module_& m) {
     }
     Check(s, Phase::kPlan);
   });
-  m.def("map_blocks", &MapBlocks, py::arg("fn"), py::arg("arrays"), py::arg("dtype"),
-        py::arg("chunks") = py::none(), py::arg("extra_mem") = 0, py::arg("name") = "map_blocks",
-        py::arg("pass_block_id") = false);
 }
 
 }  // namespace strata::python

@@ -8,6 +8,7 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterArrayExtras(m);
   strata::python::RegisterLinalg(m);
   strata::python::RegisterCompute(m);
+  strata::python::RegisterBlockFunctions(m);
   strata::python::RegisterDask(m);
   strata::python::RegisterStore(m);
 }
