@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "strata/api/creation.h"
 #include "strata/api/internal.h"
 #include "strata/core/kernels/elementwise.h"
 
