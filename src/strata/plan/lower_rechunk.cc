@@ -10,9 +10,11 @@
 //                     and nothing is held between tasks. Chosen (unless a
 //                     tier is forced) when that decodes at most
 //                     kMaxPartialReadAmplification bytes per stored byte,
-//                     as estimated by PartialReadAmplification; a source
-//                     decoded once and published would take RAM (or disk)
-//                     for the whole array and fresh memory to fill.
+//                     as estimated by PartialReadAmplification, and when
+//                     a task fits its budget even if it decodes a source
+//                     chunk whole (InPlaceRechunkBytes); a source decoded
+//                     once and published would take RAM (or disk) for the
+//                     whole array and fresh memory to fill.
 //   exchange          one stage: the input is published to a tier (a Zarr
 //                     source is read and decoded once), and each target block
 //                     gathers exactly the slices it needs. Chosen when the
@@ -121,8 +123,20 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
                        bytes > 0;
   const Tier stage_tier = spec.tier == TierChoice::kObject ? Tier::kObject : Tier::kDisk;
 
+  // The copies the storage path makes at either end: the source's codec,
+  // and the store's when the result is written to Zarr.
+  CopyCosts ends;
+  if (x->kind == NodeKind::kZarrSource) ends.read = x->zarr->codec().read_copies();
+  for (const PlannedOp* reader : ReadersOf(d, rechunk.get())) {
+    if (reader->node->kind == NodeKind::kStore && reader->node->target) {
+      ends.write = std::max(ends.write, reader->node->target->codec().write_copies());
+    }
+  }
+
   if (spec.tier == TierChoice::kAuto && regular && x->kind == NodeKind::kZarrSource &&
-      !x->zarr->is_sharded() && x->zarr->store()->cheap_ranged_reads()) {
+      !x->zarr->is_sharded() && x->zarr->store()->cheap_ranged_reads() &&
+      InPlaceRechunkBytes(*x, target.max_block_elements() * itemsize, ends.write) <=
+          TaskBudget(spec)) {
     if (const std::optional<int64_t> unit = x->zarr->PartialReadUnit()) {
       const double amplification = PartialReadAmplification(
           shape, source, target_chunks, itemsize, std::max(*unit, kPageBytes));
@@ -141,15 +155,7 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
   }
 
   // rechunker's stages, with the task budget split by what the storage path
-  // copies at either end (the source's codec; the store's, when the result
-  // is written to Zarr) and on the stage tier.
-  CopyCosts ends;
-  if (x->kind == NodeKind::kZarrSource) ends.read = x->zarr->codec().read_copies();
-  for (const PlannedOp* reader : ReadersOf(d, rechunk.get())) {
-    if (reader->node->kind == NodeKind::kStore && reader->node->target) {
-      ends.write = std::max(ends.write, reader->node->target->codec().write_copies());
-    }
-  }
+  // copies at either end and on the stage tier.
   const CopyCosts copies = TierCopies(stage_tier, ends);
   // Strata's stage tasks hold only their output block (slices are read
   // straight into it), so a stage may move blocks as large as the ends.

@@ -38,6 +38,16 @@ int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes) {
   return std::min(max_mem / 20, nbytes);
 }
 
+int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies) {
+  const ChunkGrid& chunks = source.zarr->grid();
+  const int64_t chunk = source.zarr->chunk_bytes();
+  const int64_t staged = chunk * (1 + source.zarr->codec().read_copies()) +
+                         (HasRaggedEdges(chunks.shape(), chunks.chunk_shape())
+                              ? source.max_block_bytes()
+                              : 0);
+  return out_block * (1 + write_copies) + staged;
+}
+
 MemoryModel::MemoryModel(std::span<const PlannedOp> ops,
                          const std::unordered_map<const Node*, int>& index, int64_t reserved_mem)
     : ops_(ops), index_(index), reserved_(reserved_mem) {}

@@ -56,6 +56,13 @@ int64_t RechunkMaxMem(const ResolvedSpec& spec, CopyCosts copies);
 // when smaller (Cubed's default).
 int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes);
 
+// What one task of a rechunk that reads the Zarr source `source` in place
+// needs, reserved_mem excluded: its output block of `out_block` bytes (with
+// `write_copies` more when a store encodes it) and one source chunk as
+// MemoryModel stages an exchange's input (decoded whole beside its encoded
+// bytes, which a part that cannot be decoded in runs is).
+int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies);
+
 // Per-task memory of the ops of a plan (or a draft of one).
 class MemoryModel {
  public:

@@ -76,7 +76,9 @@ TEST(MemoryModelTest, StageReadingTheSourceInPlaceStagesOneChunk) {
   const PlannedOp* first = nullptr;
   for (const PlannedOp& op : plan->ops()) {
     if (op.node->kind == NodeKind::kExchange && !first) first = &op;
-    if (op.node->kind == NodeKind::kZarrSource) EXPECT_FALSE(op.materialized) << "read in place";
+    if (op.node->kind == NodeKind::kZarrSource) {
+      EXPECT_FALSE(op.materialized) << "read in place";
+    }
   }
   ASSERT_NE(first, nullptr) << plan->ToText();
   // Uncompressed: the chunk is decoded straight into its buffer (no copy).

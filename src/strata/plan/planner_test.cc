@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "strata/plan/capacity_ledger.h"
+#include "strata/plan/memory_model.h"
 #include "strata/plan/passes_internal.h"
 #include "strata/plan/plan_test_util.h"
 
@@ -128,7 +129,9 @@ TEST(PlannerTest, BloscSourceWithSmallBlocksIsReadInPlace) {
     EXPECT_NE(text.find("1.13 bytes decoded per byte"), std::string::npos) << text;
     for (const PlannedOp& op : plan->ops()) {
       EXPECT_EQ(op.tier, Tier::kNone) << text;
-      if (op.node.get() == x.get()) EXPECT_FALSE(op.materialized) << text;
+      if (op.node.get() == x.get()) {
+        EXPECT_FALSE(op.materialized) << text;
+      }
     }
   }
   // Blocks of a whole chunk: each of the ten targets would decode it all.
@@ -137,6 +140,16 @@ TEST(PlannerTest, BloscSourceWithSmallBlocksIsReadInPlace) {
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->ToText().find("read in place"), std::string::npos) << whole->ToText();
   EXPECT_NE(whole->ToText().find("fits in"), std::string::npos) << whole->ToText();
+  // A budget that holds the output block but not a source chunk decoded
+  // whole beside it (what a part that cannot be read in runs costs): the
+  // source is published, and every task fits.
+  auto tight = PlanOf({StoreNode(RechunkNode(with_blocks(1 << 20), {1000, 10000}))},
+                      PlanSpec(200 * kMB));
+  ASSERT_TRUE(tight);
+  EXPECT_EQ(tight->ToText().find("read in place"), std::string::npos) << tight->ToText();
+  for (int i = 0; i < static_cast<int>(tight->ops().size()); ++i) {
+    EXPECT_LE(ProjectTaskMemory(*tight, i), 200 * kMB) << tight->ToText();
+  }
   // A forced tier is obeyed.
   auto forced = PlanOf({StoreNode(RechunkNode(with_blocks(1 << 20), {1000, 10000}))},
                        PlanSpec(400 * kMB, TierChoice::kMemory));
