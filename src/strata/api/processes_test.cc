@@ -103,7 +103,9 @@ TEST_P(ProcessesTierTest, IntermediatesThroughTierMatchThreads) {
   switch (GetParam().tier) {
     case TierChoice::kMemory:
       // Under STRATA_TINY the memory tier has 64 KiB of RAM and spills.
-      if (!GetTuning().tiny) EXPECT_EQ(written[1], 0);
+      if (!GetTuning().tiny) {
+        EXPECT_EQ(written[1], 0);
+      }
       break;
     case TierChoice::kDisk:
       EXPECT_EQ(written[1], written[0]);

@@ -224,7 +224,9 @@ TEST_P(RechunkTest, TiersWriteWhatTheySay) {
     SCOPED_TRACE((*p)->ToText());
     if (tier == TierChoice::kMemory) {
       // Under STRATA_TINY the memory tier has 64 KiB of RAM and spills.
-      if (!GetTuning().tiny) EXPECT_EQ(written, 0);
+      if (!GetTuning().tiny) {
+        EXPECT_EQ(written, 0);
+      }
     } else if (tier == TierChoice::kSpill) {
       EXPECT_GT(written, 0);
       if (GetParam() == ExecutorKind::kThreads && !GetTuning().tiny) {
