@@ -364,6 +364,15 @@ class Array(NumpyMethods):
 
     # -------------------------------------------------- conveniences (Dask names)
     def rechunk(self, chunks):
+        """Dask's Array.rechunk: a dict {axis: size} changes those axes only;
+        the others (and any given as None) keep their chunks, as in Dask."""
+        if isinstance(chunks, dict):
+            kept = list(self.chunksize)
+            for axis, c in chunks.items():
+                a = _core.axis_index(axis, self.ndim, "rechunk")
+                if c is not None:
+                    kept[a] = c
+            chunks = tuple(kept)
         return _wrap(_strata.rechunk(self._h, _core.chunks_arg(chunks, self.ndim)))
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):

@@ -124,11 +124,7 @@ class StrataChunkManager(ChunkManagerEntrypoint):
                                  name="from_array-xarray")
 
     def rechunk(self, data, chunks, **kwargs):
-        if isinstance(chunks, dict):
-            # xarray's {axis: size}: the other axes keep their chunks (Dask's
-            # rule; strata's own dict leaves them "auto").
-            chunks = tuple(chunks.get(i, chunks.get(i - data.ndim, c))
-                           for i, c in enumerate(data.chunks))
+        # xarray's {axis: size}: Array.rechunk keeps the other axes' chunks.
         return data.rechunk(chunks)
 
     def compute(self, *data, **kwargs):

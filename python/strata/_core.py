@@ -77,10 +77,7 @@ def chunks_arg(chunks, ndim):
     if isinstance(chunks, dict):
         out = ["auto"] * ndim
         for axis, c in chunks.items():
-            a = operator.index(axis)
-            if not -ndim <= a < ndim:
-                raise ValueError(f"chunks: axis {axis} is out of range for rank {ndim}")
-            out[a % ndim] = c
+            out[axis_index(axis, ndim, "chunks")] = c
         return tuple(out)
     if isinstance(chunks, (bool, np.bool_)):
         raise TypeError(f"chunks: expected 'auto', an int or a tuple, got {chunks!r}")
@@ -89,6 +86,15 @@ def chunks_arg(chunks, ndim):
     if isinstance(chunks, list):
         return tuple(chunks)
     return chunks
+
+
+def axis_index(axis, ndim, what):
+    """`axis` (an int, negative from the end) as 0..ndim-1, or a ValueError
+    naming `what`."""
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for rank {ndim}")
+    return a % ndim
 
 
 def spec_arg(spec):

@@ -227,6 +227,18 @@ def test_manipulation(rng):
             assert_eq(x.mT, a.T)
 
 
+def test_rechunk_dict_keeps_other_axes_as_dask_does():
+    a = np.arange(24 * 30 * 6, dtype=np.float64).reshape(24, 30, 6)
+    x = strata.asarray(a, chunks=(5, 7, 6))
+    y = x.rechunk({1: 10})
+    assert y.chunksize == (5, 10, 6)
+    assert_eq(y, a)
+    assert x.rechunk({-1: 2, 0: None}).chunksize == (5, 7, 2)
+    assert x.rechunk({0: -1}).chunksize == (24, 7, 6)
+    with pytest.raises(ValueError, match="rechunk: axis 3 is out of range"):
+        x.rechunk({3: 4})
+
+
 def test_concat_stack(rng):
     for a, x in cases(rng, min_ndim=1):
         b = rng.random(a.shape)
