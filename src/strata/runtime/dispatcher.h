@@ -118,8 +118,13 @@ class Dispatcher {
 
   // --- Shared steps and helpers ---
   // Pools capped at `memory`, the RAM budget of the memory tier, and the
-  // results (allocated unless the executor puts them elsewhere).
-  Status PrepareResults(int64_t memory, int64_t ram_tier, bool allocate_results = true);
+  // results (allocated unless the executor puts them elsewhere). Recycled
+  // buffers are limited to `memory` less the reserved_mem of the
+  // `task_slots` tasks that run at once within it: reserved_mem is for what
+  // is not a chunk buffer (code, stacks, libraries), so chunk buffers, idle
+  // ones included, may not take it.
+  Status PrepareResults(int64_t memory, int64_t ram_tier, int task_slots,
+                        bool allocate_results = true);
   // Creates (or opens, idempotently) every store target; commits empty ones
   // when `commit_empty`.
   Status OpenTargets(bool commit_empty);

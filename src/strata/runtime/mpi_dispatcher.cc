@@ -170,7 +170,8 @@ Status MpiDispatcher::Prepare() {
   // then open what it created (an incomplete array with the same metadata,
   // which Open resumes).
   STRATA_RETURN_IF_ERROR(Agree(PrepareRanks()));
-  Status s = PrepareResults(rank_share_[rank_], rank_ram_[rank_], /*allocate_results=*/false);
+  Status s = PrepareResults(rank_share_[rank_], rank_ram_[rank_], /*task_slots=*/1,
+                            /*allocate_results=*/false);
   // Each rank fills the result blocks it computed into zeros, and the ranks
   // OR their arrays together at the end.
   for (size_t slot = 0; slot < plan_.outputs().size() && s.ok(); ++slot) {

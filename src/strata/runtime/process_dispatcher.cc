@@ -174,7 +174,7 @@ class ProcessDispatcher : public Dispatcher {
 
 Status ProcessDispatcher::Prepare() {
   STRATA_RETURN_IF_ERROR(PrepareResults(spec_.total_system_mem, plan_.ram_tier_capacity(),
-                                        /*allocate_results=*/false));
+                                        spec_.workers, /*allocate_results=*/false));
   STRATA_RETURN_IF_ERROR(PrepareShared());
   STRATA_RETURN_IF_ERROR(OpenTargets(/*commit_empty=*/true));
   return MakeTiers();
@@ -323,12 +323,14 @@ void ProcessDispatcher::ChildMain(int fd, int worker) {
     }
   }).detach();
   // The limit on recycled buffers this process inherited is the whole
-  // compute's (total_system_mem, set by the coordinator). A worker runs one
-  // task at a time: its idle buffers may not take it past one task's budget,
-  // or each worker would keep what its last task freed beside what the next
-  // one maps (measured: 45 MB over allowed_mem per worker, beyond the
-  // contract, in a spilling rechunk; tests/interop/test_memory.py).
-  const std::shared_ptr<void> held_limit = root_pool_->allocator()->LimitHeld(spec_.allowed_mem);
+  // compute's (set by the coordinator). A worker runs one task at a time: its
+  // idle buffers may not take it past one task's budget (allowed_mem less
+  // reserved_mem, which is for the process itself), or each worker would
+  // keep what its last task freed beside what the next one maps (measured:
+  // 45 MB over allowed_mem per worker, beyond the contract, in a spilling
+  // rechunk; tests/interop/test_memory.py).
+  const std::shared_ptr<void> held_limit =
+      root_pool_->allocator()->LimitHeld(spec_.allowed_mem - spec_.reserved_mem);
   while (true) {
     WireRequest request;
     if (!ReadFully(fd, &request, sizeof request)) ::_exit(0);
