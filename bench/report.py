@@ -28,6 +28,22 @@ class Refused(Exception):
     pass
 
 
+def intermediate_label(plan):
+    """Where a W5 run's intermediate went, from the plan strata printed:
+    "spill", "RAM", "read in place" (no intermediate: each target decodes
+    its parts of the source), or both of the last two when the exchange
+    reads in place but is not fused into its store (its blocks go through
+    the memory tier)."""
+    note = " ".join(plan.get("rechunk_op", []))
+    tiers = sorted({t["tier"] for t in plan.get("tiers", {}).values()})
+    if "spill" in note:
+        return "spill"
+    where = "RAM" if tiers == ["memory"] else ",".join(tiers)
+    if "read in place" in note:
+        return "read in place" + (f", output via {where}" if where else "")
+    return where or "?"
+
+
 # --------------------------------------------------------------------------
 # Cells.
 
@@ -249,10 +265,7 @@ def rechunk_tables(doc):
         for c in w5:
             d = c["describe"]
             plan = c.get("strata_run_plan") or {}
-            note = " ".join(plan.get("rechunk_op", []))
-            tiers = sorted({t["tier"] for t in plan.get("tiers", {}).values()})
-            tier = "spill" if "spill" in note else ("RAM" if tiers == ["memory"] else
-                                                    ",".join(tiers) or "?")
+            tier = intermediate_label(plan)
             row = [f"{d['size_over_total_system_mem']:g}", f"{d['size_gb']:.2f}",
                    cell(summary(c, "strata", "s_per_gb")), cell(summary(c, "bound", "s_per_gb")),
                    cell(ratio(c, "strata/bound")),
@@ -585,10 +598,7 @@ def cliff_svg(doc, path):
             o.append(f'<circle cx="{sx(a):.1f}" cy="{sy(s["median"]):.1f}" r="4" fill="{color}"/>')
             if c == "strata":
                 plan = p.get("strata_run_plan") or {}
-                tiers = {t["tier"] for t in plan.get("tiers", {}).values()}
-                note = " ".join(plan.get("rechunk_op", []))
-                tier = "spill" if "spill" in note else ("RAM" if tiers == {"memory"} else
-                                                        ",".join(sorted(tiers)) or "?")
+                tier = intermediate_label(plan)
                 o.append(f'<text x="{sx(a):.1f}" y="{sy(s["max"]) - 8 - 11 * (pts.index(p) % 2):.1f}" '
                          f'text-anchor="middle" font-size="10" fill="{color}">{tier}</text>')
                 load = median(p, c, "load_1min_before")

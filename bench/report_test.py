@@ -256,3 +256,15 @@ def test_smoke_data_go_to_a_directory_of_their_own():
     assert ap.parse_args(["--smoke"]).smoke and not ap.parse_args([]).smoke
     assert ap.parse_args(["--dir", "d", "--smoke"]).dir == "d"
     assert ap.parse_args(["--smoke", "--dir", "d"]).dir == "d"
+
+
+def test_cliff_intermediate_names_where_the_exchange_went():
+    def plan(note, tiers=()):
+        return {"rechunk_op": [note], "tiers": {f"a{i}": {"tier": t} for i, t in enumerate(tiers)}}
+    assert report.intermediate_label(plan("fused; read in place: each target ...")) == "read in place"
+    assert (report.intermediate_label(plan("read in place: ...", ["memory"]))
+            == "read in place, output via RAM")
+    assert report.intermediate_label(plan("one-stage exchange spilling per block", ["memory"])) == "spill"
+    assert report.intermediate_label(plan("2.0 GB fits in RAM", ["memory"])) == "RAM"
+    assert report.intermediate_label(plan("multistage on the disk tier", ["disk"])) == "disk"
+    assert report.intermediate_label({}) == "?"
