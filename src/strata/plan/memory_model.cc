@@ -16,6 +16,15 @@ bool HasRaggedEdges(const Shape& shape, const Shape& chunks) {
   return false;
 }
 
+// What reading one chunk of the Zarr source `source` takes at its peak: the
+// chunk decoded beside its codec's copies, and a padded full chunk at
+// ragged edges.
+int64_t ZarrChunkReadBytes(const Node& source) {
+  const ChunkGrid& chunks = source.zarr->grid();
+  return source.zarr->chunk_bytes() * (1 + source.zarr->codec().read_copies()) +
+         (HasRaggedEdges(chunks.shape(), chunks.chunk_shape()) ? source.max_block_bytes() : 0);
+}
+
 // Largest number of input blocks any output block reads through `map`.
 int64_t MaxInputs(const InputMap& map) {
   int64_t n = 1;
@@ -39,13 +48,7 @@ int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes) {
 }
 
 int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies) {
-  const ChunkGrid& chunks = source.zarr->grid();
-  const int64_t chunk = source.zarr->chunk_bytes();
-  const int64_t staged = chunk * (1 + source.zarr->codec().read_copies()) +
-                         (HasRaggedEdges(chunks.shape(), chunks.chunk_shape())
-                              ? source.max_block_bytes()
-                              : 0);
-  return out_block * (1 + write_copies) + staged;
+  return out_block * (1 + write_copies) + ZarrChunkReadBytes(source);
 }
 
 MemoryModel::MemoryModel(std::span<const PlannedOp> ops,
@@ -64,14 +67,8 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
   switch (node.kind) {
     case NodeKind::kMemorySource:
       return {0, 0};
-    case NodeKind::kZarrSource: {
-      const ChunkGrid& chunks = node.zarr->grid();
-      const int64_t chunk = node.zarr->chunk_bytes();
-      const int64_t rc = node.zarr->codec().read_copies();
-      const int64_t peak =
-          chunk * (1 + rc) + (HasRaggedEdges(chunks.shape(), chunks.chunk_shape()) ? block : 0);
-      return {peak, block};
-    }
+    case NodeKind::kZarrSource:
+      return {ZarrChunkReadBytes(node), block};
     case NodeKind::kVirtual: {
       Cost c = Gather(node, root);
       return {std::max(c.peak, c.held + node.extra_mem + block), block};

@@ -942,11 +942,10 @@ Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool
     } while (NextIndexInRange(block, first, last));
     return Status::Ok();
   }
-  return ForEachBlockIn(region, [&](std::span<const Index> block, const Box& block_box,
+  return ForEachBlockIn(region, [&](std::span<const Index> block, const Box& /*block_box*/,
                                     const Box& part) -> Status {
-    ArrayView dst = out.Slice(Translate(part, region.origin));
-    if (part == block_box) return ReadChunk(block, dst, pool).status();
-    return ReadChunkPart(block, part, dst, pool).status();
+    // A part that is the whole chunk is read whole.
+    return ReadChunkPart(block, part, out.Slice(Translate(part, region.origin)), pool).status();
   });
 }
 
