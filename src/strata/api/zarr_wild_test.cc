@@ -1,4 +1,5 @@
-// to_zarr as datasets in the wild need it: into shards (a task per shard,
+// to_zarr as datasets in the wild need it: into shards (a task per shard or,
+// under threads, per part of one,
 // within allowed_mem whatever the shard's size), into a region of an
 // existing array and appended along an axis, and resumed after an
 // interruption (complete chunks are not written again; the killed run's
@@ -36,12 +37,14 @@ NDArray ReadBack(const std::string& path) {
   return out;
 }
 
-TEST(ShardedToZarrTest, ShardsFarLargerThanAllowedMemStayWithinIt) {
+class ShardedToZarrTest : public testing::TestWithParam<ExecutorKind> {};
+
+TEST_P(ShardedToZarrTest, ShardsFarLargerThanAllowedMemStayWithinIt) {
   TempDir dir("strata-shard-api");
   // 32 MB of float64 in source chunks of (4096, 128); shards of (4096, 1024)
   // (32 MB each) of inner chunks (256, 256) (512 KB); allowed_mem 12 MB (a
   // source chunk costs ~9.4 MB to read).
-  Spec spec = SmallSpec();
+  Spec spec = SmallSpec(GetParam());
   spec.allowed_mem = "12MB";
   const Shape shape = {4096, 1024};
   Array src = random::random(shape, {4096, 128}, 3, SmallSpec());
@@ -55,12 +58,19 @@ TEST(ShardedToZarrTest, ShardsFarLargerThanAllowedMemStayWithinIt) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   auto p = plan({out});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  // One exchange from the source straight into shards: the store has one task.
+  // One exchange from the source straight into shards. Under threads the one
+  // shard is split into parts (16 tasks of (256, 1024): a quarter of the task
+  // budget at most); other executors write it in one task.
+  const bool parts = GetParam() == ExecutorKind::kThreads;
   for (const PlannedOp& op : (*p)->ops()) {
     if (op.node->kind == NodeKind::kStore) {
-      EXPECT_EQ(op.num_tasks(), 1);
+      EXPECT_EQ(op.num_tasks(), parts ? 16 : 1);
+      EXPECT_EQ(op.node->grid.chunk_shape(), parts ? (Shape{256, 1024}) : (Shape{4096, 1024}));
     }
   }
+  bool decided = false;
+  for (const std::string& d : (*p)->decisions()) decided |= d.find("split into parts") != std::string::npos;
+  EXPECT_EQ(decided, parts);
   auto recorder = std::make_shared<RecordingCallback>();
   ComputeOptions options;
   options.callbacks.push_back(recorder);
@@ -73,9 +83,57 @@ TEST(ShardedToZarrTest, ShardsFarLargerThanAllowedMemStayWithinIt) {
   EXPECT_TRUE(a->is_sharded());
   EXPECT_EQ(a->read_grid().chunk_shape(), (Shape{256, 256}));
   EXPECT_EQ(a->CountStoredChunks()->count, 1);
+  // Nothing but the array's keys: no temporary of a part's writer is left.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/sharded.zarr")) {
+    EXPECT_EQ(e.path().filename().string().find("strata-tmp"), std::string::npos) << e.path();
+  }
 }
 
-TEST(ShardedToZarrTest, ShardsNeedV3AndMultiplesOfTheChunks) {
+TEST_P(ShardedToZarrTest, PartsOfEdgeShardsFillOnlyInnerChunksAndRetries) {
+  TempDir dir("strata-shard-parts");
+  // Shards (400, 400) over (1000, 700): edge shards clipped to 200 rows and
+  // 300 columns; inner chunks (100, 100); rows [300, 600) all zero (the fill
+  // value), so some inner chunks are not stored and a whole part is empty.
+  Spec spec = SmallSpec(GetParam());
+  spec.allowed_mem = "4MB";
+  spec.reserved_mem = "512KB";
+  const Shape shape = {1000, 700};
+  NDArray values = *compute(random::random(shape, {1000, 70}, 9, SmallSpec()));
+  auto* v = reinterpret_cast<double*>(values.view().data());
+  for (Index i = 300; i < 600; ++i) std::fill(v + i * 700, v + (i + 1) * 700, 0.0);
+  Array x = asarray(testing_util::Copy(values), {1000, 70}, spec).rechunk({100, 100});
+  ToZarrOptions to;
+  to.zarr_format = ZarrFormat::kV3;
+  to.shards = Shape{400, 400};
+  Array out = to_zarr(x, dir.path() + "/sharded.zarr", to);
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  // The first attempt of every other store task fails: a retried part is
+  // added once.
+  options.fault_injector = [](const PlannedOp& op, std::span<const Index> block, int attempt) {
+    if (op.node->kind == NodeKind::kStore && attempt == 1 && block[0] % 2 == 0) {
+      return UnavailableError("flaky disk");
+    }
+    return Status::Ok();
+  };
+  Status s = compute(out, options).status();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rec->ExpectWithinBudget();
+  EXPECT_TRUE(ArraysEqual(ReadBack(dir.path() + "/sharded.zarr").view(), values.view()));
+  auto at = *OpenStoreUrl(dir.path() + "/sharded.zarr", false);
+  auto a = *ZarrArray::Open(at.store, at.prefix);
+  EXPECT_EQ(a->CountStoredChunks()->count, 6);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/sharded.zarr")) {
+    EXPECT_EQ(e.path().filename().string().find("strata-tmp"), std::string::npos) << e.path();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, ShardedToZarrTest,
+                         testing::Values(ExecutorKind::kThreads, ExecutorKind::kProcesses),
+                         [](const auto& info) { return std::string(ExecutorName(info.param)); });
+
+TEST(ShardedToZarrOptionsTest, ShardsNeedV3AndMultiplesOfTheChunks) {
   Array x = zeros({10, 10}, {5, 5});
   ToZarrOptions to;
   to.shards = Shape{10, 10};

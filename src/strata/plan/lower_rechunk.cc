@@ -33,6 +33,9 @@
 //                     write its consolidated write chunks, several target
 //                     chunks each, so that storing adds no task.
 //
+// Before lowering, a store of a sharded array written only from a rechunk
+// may have its shards split into parts (SplitShards): see there.
+//
 // The lowering claims the exchange's intermediate from the capacity ledger
 // (its placement, with PlaceIntermediate's reason, is what place_tiers then
 // applies), and places the stages on their tier, so that the plan's tier of
@@ -46,7 +49,9 @@
 #include "strata/plan/passes_internal.h"
 #include "strata/plan/rechunk_plan.h"
 #include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"
+#include "strata/storage/zarr/zarr_target.h"
 
 namespace strata::internal_plan {
 namespace {
@@ -93,6 +98,85 @@ std::vector<const PlannedOp*> ReadersOf(const PlanDraft& d, const Node* node) {
     }
   }
   return readers;
+}
+
+// How many parts a shard of `inner_grid` inner chunks is cut into along each
+// axis for about `want` parts: whole inner chunks, leading axes first, each
+// count dividing the axis's inner chunks (so parts nest in every shard).
+Shape PartsPerShard(const Shape& inner_grid, int64_t want) {
+  Shape k(inner_grid.size(), 1);
+  for (size_t i = 0; i < inner_grid.size() && want > 1; ++i) {
+    const Index g = inner_grid[i];
+    if (g >= want) {
+      Index c = want;
+      while (g % c != 0) ++c;
+      k[i] = c;
+      want = 1;
+    } else {
+      k[i] = g;
+      want = (want + g - 1) / g;
+    }
+  }
+  return k;
+}
+
+// Shards split among tasks. A store task of a sharded array assembles a
+// whole shard, so a shard of hundreds of MB is encoded by one worker while
+// the others wait (one task in all for an array of one shard). Under the
+// threads executor, writing to a local directory (where a shard's writer
+// streams to one file, holding nothing), a store whose input is a rechunk
+// read by nothing else takes parts of shards as its task blocks instead:
+// groups of whole inner chunks, enough for four tasks a worker and none over
+// a quarter of the task budget. Each part task encodes its inner chunks and
+// appends them to the shard's file; the last part writes the index
+// (TaskRunner::AddShardPart). The rechunk then targets the parts, so each
+// part task reads only what its inner chunks need. Other executors keep one
+// task a shard: their tasks share no writer.
+Status SplitShards(PlanDraft& d) {
+  const ResolvedSpec& spec = d.spec;
+  if (spec.executor != ExecutorKind::kThreads || spec.workers < 2) return Status::Ok();
+  bool split = false;
+  for (const PlannedOp& op : d.ops) {
+    const Node& store = *op.node;
+    if (store.kind != NodeKind::kStore || !store.target || !store.target->sharded() ||
+        store.target->writes_region() || store.target->shard_writer_bytes() != 0) {
+      continue;
+    }
+    const std::shared_ptr<const Node> rechunk = ResolveNode(d, store.inputs[0]);
+    if (rechunk->kind != NodeKind::kRechunk || d.OpOf(*rechunk).is_output ||
+        ReadersOf(d, rechunk.get()).size() != 1) {
+      continue;
+    }
+    const ShardLayout& layout = *store.target->shard_layout();
+    if (!store.grid.is_regular() || store.grid.chunk_shape() != layout.shard_shape()) continue;
+    const int64_t shard_bytes = NumElements(layout.shard_shape()) * store.dtype.size();
+    const int64_t quarter = std::max<int64_t>(1, TaskBudget(spec) / 4);
+    int64_t want = std::max<int64_t>((4 * spec.workers + store.grid.num_blocks() - 1) /
+                                         store.grid.num_blocks(),
+                                     (shard_bytes + quarter - 1) / quarter);
+    want = std::min<int64_t>(want, layout.inner_per_shard());
+    if (want <= 1) continue;
+    const Shape k = PartsPerShard(layout.inner_grid(), want);
+    Shape part(k.size());
+    for (size_t i = 0; i < k.size(); ++i) part[i] = layout.shard_shape()[i] / k[i];
+    STRATA_ASSIGN_OR_RETURN(ChunkGrid parts, ChunkGrid::Regular(store.shape, part));
+    Node r = *rechunk;
+    r.grid = parts;
+    std::shared_ptr<const Node> target = MakeNode(std::move(r));
+    Node s = store;
+    s.grid = parts;
+    s.inputs = {target};
+    s.maps = {InputMap::IdentityMap(parts.grid_shape())};
+    d.replaced[op.node.get()] = MakeNode(std::move(s));
+    d.decisions.push_back(fmt::format(
+        "store {}: shards {} split into parts {} ({} per shard, {} tasks for {} workers): each "
+        "task encodes a part's inner chunks and appends them to its shard's file",
+        store.name, ShapeToString(layout.shard_shape()), ShapeToString(part), NumElements(k),
+        parts.num_blocks(), spec.workers));
+    split = true;
+  }
+  if (split) STRATA_RETURN_IF_ERROR(Collect(d));
+  return Status::Ok();
 }
 
 Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
@@ -282,6 +366,7 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
 }  // namespace
 
 Status LowerRechunks(PlanDraft& d) {
+  STRATA_RETURN_IF_ERROR(SplitShards(d));
   // What the intermediates take together (the spill tier gets half): every
   // rechunk's input, and every op with tasks that other ops read and that
   // fusion cannot fold away.

@@ -222,6 +222,8 @@ int64_t MemoryModel::Project(int index) const {
     // One inner chunk buffer and its encoding, the writer's buffer (none
     // when it streams to a file), and the input's cost per inner chunk: a
     // shard is never held whole.
+    // (A task writing a part of a shard, when the shards were split among
+    // tasks, appends each inner chunk to the shard's file as it is encoded.)
     const int64_t inner = node.target->chunk_bytes();
     return reserved_ + inner * (1 + node.target->codec().write_copies()) +
            node.target->shard_writer_bytes() + InputRegionPeak(*node.inputs[0], index, inner);

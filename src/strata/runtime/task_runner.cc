@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "strata/core/kernels/elementwise.h"
+#include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {
@@ -26,6 +27,8 @@ TaskRunner::TaskRunner(const Plan& plan, std::span<const std::unique_ptr<Interme
       pool_(std::move(pool)),
       options_(options),
       start_(start) {}
+
+TaskRunner::~TaskRunner() = default;
 
 const PlannedOp& TaskRunner::OpOf(const Node& node) const {
   return plan_.ops()[plan_.IndexOf(&node)];
@@ -225,30 +228,122 @@ Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block,
 }
 
 Status TaskRunner::StoreShard(const Node& node, std::span<const Index> block, Frame& frame) {
+  // The task's block: whole shards (one, or several when a rechunk's last
+  // stage writes consolidated chunks), or a part of one (a set of whole
+  // inner chunks) when the planner split the shards among tasks.
+  const ChunkGrid& shards = node.target->array()->grid();
+  const Box box = node.grid.BlockBox(block);
+  Shape first, last;
+  shards.BlockRangeOf(box, first, last);
+  Shape c = first;
+  while (true) {
+    STRATA_RETURN_IF_ERROR(StoreShardPiece(node, block, box, c, frame));
+    int i = static_cast<int>(c.size()) - 1;
+    for (; i >= 0; --i) {
+      if (++c[i] < last[i]) break;
+      c[i] = first[i];
+    }
+    if (i < 0) return Status::Ok();
+  }
+}
+
+Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> block, const Box& box,
+                                   std::span<const Index> shard_block, Frame& frame) {
   const ZarrArray& array = *node.target->array();
   const ShardLayout& layout = *array.shard_layout();
   const Node& in = *node.inputs[0];
-  const Box shard = node.grid.BlockBox(block);
+  const Box shard = array.grid().BlockBox(shard_block);
   const Box clipped = Box::FromShape(shard.shape);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
-                          array.BeginShard(block, *frame.pool));
+  const Box mine = Translate(Intersect(box, shard), shard.origin);  // in shard coordinates
+  const bool whole = mine == clipped;
+  std::unique_ptr<ShardWriter> writer;
+  std::shared_ptr<PendingShard> pending;
+  if (whole) {
+    STRATA_ASSIGN_OR_RETURN(writer, array.BeginShard(shard_block, *frame.pool));
+  }
+  auto context = [&] {
+    return fmt::format("writing shard {} of {}", BlockName(shard_block), array.url());
+  };
+  // Parts nest in shards (SplitShards): this one's place among its shard's.
+  Shape parts_per_shard(box.rank());
+  Shape part_in_shard(box.rank());
+  for (int i = 0; i < box.rank(); ++i) {
+    const Index step = box.shape[i] == shard.shape[i] ? shard.shape[i]
+                                                      : node.grid.chunk_shape()[i];
+    parts_per_shard[i] = (shard.shape[i] + step - 1) / step;
+    part_in_shard[i] = mine.origin[i] / step;
+  }
+  if (!whole) pending = PendingShardOf(node, shard_block, NumElements(parts_per_shard));
   STRATA_ASSIGN_OR_RETURN(NDArray inner,
                           NDArray::Allocate(*frame.pool, node.dtype, layout.inner_shape()));
   const std::vector<std::byte>& fill = array.metadata().fill_value.bytes;
   for (Index j = 0; j < layout.inner_per_shard(); ++j) {
     const Box local = layout.InnerBox(j);
     const Box part = Intersect(local, clipped);
-    if (part.empty()) continue;
+    if (part.empty() || Intersect(part, mine).empty()) continue;
     if (part != local) FillArray(inner.view(), fill);
     Box global = part;
     for (int i = 0; i < global.rank(); ++i) global.origin[i] += shard.origin[i];
     STRATA_RETURN_IF_ERROR(
         InputRegion(in, block, global, inner.view().Slice(Translate(part, local.origin)), frame));
-    STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
+    if (whole) {
+      STRATA_RETURN_IF_ERROR(writer->Add(j, inner.view()));
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> bytes,
+                            layout.EncodeInner(inner.view(), fill, *frame.pool));
+    if (!bytes) continue;
+    std::lock_guard lock(pending->mu);
+    if (pending->finished) return Status::Ok();  // a straggler: the shard is stored
+    if (!pending->writer) {
+      // The writer streams to the shard's temporary file (the planner splits
+      // shards only where it does: nothing is held past the task).
+      STRATA_ASSIGN_OR_RETURN(pending->writer, array.BeginShard(shard_block, *pool_));
+    }
+    // A retried or backup attempt writes its inner chunks again: the index
+    // points at the last copy, the earlier bytes stay unreferenced.
+    STRATA_RETURN_IF_ERROR(pending->writer->AddEncoded(j, bytes->span(), /*replace=*/true)
+                               .WithContext(context()));
   }
   frame.stream_leaves.clear();
-  return array.FinishShard(block, *writer)
-      .WithContext(fmt::format("writing shard {} of {}", BlockName(block), array.url()));
+  if (whole) return array.FinishShard(shard_block, *writer).WithContext(context());
+  return FinishShardPart(node, shard_block, *pending,
+                         LinearIndex(part_in_shard, parts_per_shard))
+      .WithContext(context());
+}
+
+std::shared_ptr<TaskRunner::PendingShard> TaskRunner::PendingShardOf(
+    const Node& node, std::span<const Index> shard, Index parts) {
+  const Index linear = LinearIndex(shard, node.target->array()->grid().grid_shape());
+  std::lock_guard lock(shards_mu_);
+  std::shared_ptr<PendingShard>& at = pending_shards_[{&node, linear}];
+  if (!at) {
+    at = std::make_shared<PendingShard>();
+    at->added.assign(static_cast<size_t>(parts), false);
+  }
+  return at;
+}
+
+Status TaskRunner::FinishShardPart(const Node& node, std::span<const Index> shard,
+                                   PendingShard& pending, Index part) {
+  const ZarrArray& array = *node.target->array();
+  std::lock_guard lock(pending.mu);
+  if (pending.finished || pending.added[static_cast<size_t>(part)]) return Status::Ok();
+  pending.added[static_cast<size_t>(part)] = true;
+  if (++pending.count < static_cast<Index>(pending.added.size())) return Status::Ok();
+  pending.finished = true;
+  Status done;
+  if (pending.writer) {
+    done = array.FinishShard(shard, *pending.writer);
+  } else {
+    // Every inner chunk was the fill value: the shard is not stored.
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> empty, array.BeginShard(shard, *pool_));
+    done = array.FinishShard(shard, *empty);
+  }
+  pending.writer.reset();
+  std::lock_guard map_lock(shards_mu_);
+  pending_shards_.erase({&node, LinearIndex(shard, array.grid().grid_shape())});
+  return done;
 }
 
 bool TaskRunner::Streamable(const Node& given) const {

@@ -22,7 +22,9 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "strata/core/memory_pool.h"
@@ -50,6 +52,8 @@ struct TaskFigures {
 // them: memory-tier blocks and blocks of compute()'s results.
 bool KeepsBlock(const PlannedOp& op);
 
+class ShardWriter;
+
 class TaskRunner {
  public:
   using Clock = std::chrono::steady_clock;
@@ -59,6 +63,7 @@ class TaskRunner {
   TaskRunner(const Plan& plan, std::span<const std::unique_ptr<IntermediateStore>> tiers,
              std::span<const ArrayView> result_views, std::shared_ptr<MemoryPool> pool,
              const ComputeOptions& options, Clock::time_point start);
+  ~TaskRunner();
 
   // Runs attempt `attempt` of `task`; errors carry the op and block only
   // where they arise (the dispatcher names the task). `superseded` (when
@@ -120,13 +125,39 @@ class TaskRunner {
   Status InputRegion(const Node& node, std::span<const Index> block, const Box& region,
                      const ArrayView& out, Frame& frame);
   // A store task of a sharded target: the shard assembled inner chunk by
-  // inner chunk, each encoded as soon as it is filled.
+  // inner chunk, each encoded as soon as it is filled. When the planner split
+  // the shards into parts (node.grid finer than the array's), the task
+  // encodes its part's inner chunks and appends each to the shard's file
+  // as it is encoded (FinishShardPart then counts the part in).
   Status StoreShard(const Node& node, std::span<const Index> block, Frame& frame);
+  // The part of shard `shard_block` that block `block` (`box`) covers.
+  Status StoreShardPiece(const Node& node, std::span<const Index> block, const Box& box,
+                         std::span<const Index> shard_block, Frame& frame);
+  // A shard written in parts: its shared state (made by the first part),
+  // by store node and shard.
+  struct PendingShard;
+  std::shared_ptr<PendingShard> PendingShardOf(const Node& node, std::span<const Index> shard,
+                                               Index parts);
+  // Part `part` (linear in the shard) has added all its inner chunks; the
+  // last part writes the index and stores the shard. A part done again (a
+  // retried or backup attempt) counts once.
+  Status FinishShardPart(const Node& node, std::span<const Index> shard, PendingShard& pending,
+                         Index part);
   // The array `node`'s block is computed into: for the block a task stores
   // in a tier, the tier's own buffer where it has one (a ShmStore object,
   // sealed by Put without a copy); else from the task's pool.
   Result<NDArray> NewOutput(const Node& node, std::span<const Index> block, const Shape& shape,
                             Frame& frame);
+
+  // A shard whose parts several tasks write: the writer (opened by the
+  // first inner chunk to arrive), which parts are in.
+  struct PendingShard {
+    std::mutex mu;
+    std::unique_ptr<ShardWriter> writer;  // guarded by mu
+    std::vector<bool> added;              // guarded by mu
+    Index count = 0;                      // guarded by mu
+    bool finished = false;                // guarded by mu
+  };
 
   const Plan& plan_;
   std::span<const std::unique_ptr<IntermediateStore>> tiers_;
@@ -134,6 +165,11 @@ class TaskRunner {
   std::shared_ptr<MemoryPool> pool_;
   const ComputeOptions& options_;
   Clock::time_point start_;
+  std::mutex shards_mu_;
+  // By store node and shard (linear); an entry lives until its shard is
+  // stored, or with the runner (a failed run: the writer's destructor
+  // removes the temporary file).
+  std::map<std::pair<const Node*, Index>, std::shared_ptr<PendingShard>> pending_shards_;
 };
 
 }  // namespace strata

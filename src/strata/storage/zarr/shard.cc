@@ -197,17 +197,27 @@ Status ShardWriter::Open() {
   return Status::Ok();
 }
 
-Status ShardWriter::Add(Index inner, const ConstArrayView& data) {
-  STRATA_CHECK(inner >= 0 && inner < layout_->inner_per_shard());
-  STRATA_CHECK(data.shape() == layout_->inner_shape());
-  if (!fill_.empty() && AllEqualTo(data, fill_)) return Status::Ok();
-  STRATA_ASSIGN_OR_RETURN(Buffer encoded, layout_->inner_codec().Encode(data, *pool_));
-  return AddEncoded(inner, encoded.span());
+Result<std::optional<Buffer>> ShardLayout::EncodeInner(const ConstArrayView& data,
+                                                       std::span<const std::byte> fill,
+                                                       MemoryPool& pool) const {
+  STRATA_CHECK(data.shape() == inner_shape_);
+  if (!fill.empty() && AllEqualTo(data, fill)) return std::optional<Buffer>();
+  STRATA_ASSIGN_OR_RETURN(Buffer encoded, inner_codec_->Encode(data, pool));
+  return std::optional<Buffer>(std::move(encoded));
 }
 
-Status ShardWriter::AddEncoded(Index inner, std::span<const std::byte> encoded) {
+Status ShardWriter::Add(Index inner, const ConstArrayView& data) {
   STRATA_CHECK(inner >= 0 && inner < layout_->inner_per_shard());
-  STRATA_CHECK(entries_[static_cast<size_t>(inner)].missing()) << "inner chunk added twice";
+  STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> encoded, layout_->EncodeInner(data, fill_, *pool_));
+  if (!encoded) return Status::Ok();
+  return AddEncoded(inner, encoded->span());
+}
+
+Status ShardWriter::AddEncoded(Index inner, std::span<const std::byte> encoded, bool replace) {
+  STRATA_CHECK(inner >= 0 && inner < layout_->inner_per_shard());
+  const bool again = !entries_[static_cast<size_t>(inner)].missing();
+  STRATA_CHECK(replace || !again) << "inner chunk added twice";
+  if (again) --stored_;
   STRATA_RETURN_IF_ERROR(Open());
   const int64_t offset = writer_->size();
   STRATA_RETURN_IF_ERROR(writer_->Append(encoded));

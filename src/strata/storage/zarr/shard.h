@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,6 +82,12 @@ class ShardLayout {
   // The box of inner chunk `inner` (linear, C order) in shard coordinates.
   Box InnerBox(Index inner) const;
 
+  // Encodes one inner chunk (`data` of the full inner chunk shape); nullopt
+  // when every element equals `fill` (non-empty), which is not stored.
+  Result<std::optional<Buffer>> EncodeInner(const ConstArrayView& data,
+                                            std::span<const std::byte> fill,
+                                            MemoryPool& pool) const;
+
   // Decodes an index. `shard_size` is the whole shard's size in bytes;
   // `where` names the shard ("shard c/0/1 of /data/a.zarr") in the DataLoss
   // errors: a checksum mismatch, an entry reaching past the end of the shard
@@ -116,8 +123,11 @@ class ShardWriter {
   // Encodes and adds inner chunk `inner` (linear) from `data`, of the full
   // inner chunk shape. Each inner chunk at most once, in any order.
   Status Add(Index inner, const ConstArrayView& data);
-  // Adds inner chunk `inner` already encoded (copied from another shard).
-  Status AddEncoded(Index inner, std::span<const std::byte> encoded);
+  // Adds inner chunk `inner` already encoded (copied from another shard, or
+  // encoded by another task). With `replace`, an inner chunk added before
+  // is added again: the index points at the new bytes, the old ones stay in
+  // the shard unreferenced (a retried writer of part of a shard).
+  Status AddEncoded(Index inner, std::span<const std::byte> encoded, bool replace = false);
   // Writes the index and stores the shard; with no inner chunk added, erases
   // `key` instead (see Begin). Returns whether a shard was written.
   Result<bool> Finish();

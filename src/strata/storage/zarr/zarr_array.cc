@@ -935,9 +935,7 @@ Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool
       if (part == box) {
         STRATA_RETURN_IF_ERROR(ReadBlock(block, dst, pool).status());
       } else {
-        STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), box.shape));
-        STRATA_RETURN_IF_ERROR(ReadBlock(block, chunk.view(), pool).status());
-        CopyArray(chunk.view().Slice(Translate(part, box.origin)), dst);
+        STRATA_RETURN_IF_ERROR(ReadInnerPart(block, part, dst, pool).status());
       }
     } while (NextIndexInRange(block, first, last));
     return Status::Ok();
@@ -1038,6 +1036,63 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
     return s.WithContext(fmt::format("reading {} of chunk {} of {}", part.ToString(),
                                      JoinIndices(block, '.'), url()));
   }
+  return true;
+}
+
+Result<bool> ZarrArray::ReadInnerPart(std::span<const Index> block, const Box& part,
+                                      const ArrayView& out, MemoryPool& pool) const {
+  STRATA_CHECK(shards_) << "ReadInnerPart of an unsharded array";
+  const Box box = read_grid_.BlockBox(block);
+  STRATA_CHECK(box.Contains(part) && out.shape() == part.shape);
+  const ChunkCodec& codec = shards_->inner_codec();
+  const int rank = static_cast<int>(part.shape.size());
+  std::vector<DecodedRun> runs;
+  if (codec.reads_runs() && rank > 0 && out.byte_strides()[rank - 1] == out.dtype().size()) {
+    // Stored inner chunks are whole (edge ones padded): runs in that shape.
+    runs = PartRuns(shards_->inner_shape(), Translate(part, box.origin), out);
+  }
+  if (runs.empty()) {
+    STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), box.shape));
+    STRATA_ASSIGN_OR_RETURN(bool present, ReadBlock(block, chunk.view(), pool));
+    CopyArray(chunk.view().Slice(Translate(part, box.origin)), out);
+    return present;
+  }
+  const Shape& per = shards_->inner_grid();
+  Shape shard(block.size()), within(block.size());
+  for (size_t i = 0; i < block.size(); ++i) {
+    shard[i] = block[i] / per[i];
+    within[i] = block[i] % per[i];
+  }
+  auto context = [&] {
+    return fmt::format("reading {} of inner chunk {} of {}", part.ToString(),
+                       ShapeToString(within), ShardName(shard));
+  };
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(shard));
+  const Index inner = LinearIndex(within, per);
+  if (!index || index->entry(inner).missing()) {
+    FillArray(out, metadata_.fill_value.bytes);
+    if (!index) STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext(context()));
+    return false;
+  }
+  const ShardEntry& e = index->entry(inner);
+  const std::string key = ChunkStoreKey(shard);
+  // Only the stored bytes holding `part`: offsets are the inner chunk's.
+  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
+    if (offset < 0 || length < 0 || offset + length > static_cast<int64_t>(e.nbytes)) {
+      return DataLossError(fmt::format("the inner chunk is {} bytes; bytes [{}, {}) are needed",
+                                       e.nbytes, offset, offset + length));
+    }
+    STRATA_ASSIGN_OR_RETURN(
+        Buffer bytes, store_->GetRange(key, static_cast<int64_t>(e.offset) + offset, length, pool));
+    if (bytes.size() != length) {
+      return DataLossError(fmt::format("the shard ends before byte {} of the inner chunk",
+                                       offset + bytes.size()));
+    }
+    zarr_bytes_read += length;
+    return bytes;
+  };
+  Status s = codec.DecodeRuns(read, runs, pool);
+  if (!s.ok()) return s.WithContext(context());
   return true;
 }
 

@@ -199,8 +199,16 @@ class ZarrArray {
   // no chunk was found. The header is read once per array.
   std::optional<int64_t> PartialReadUnit() const;
 
-  // Reads any region into `out` (shape == region.shape); chunks it covers
-  // partly through ReadChunkPart.
+  // Reads `part` (array coordinates, inside inner chunk `block` of the read
+  // grid) of a sharded array into `out`: the shard's index (cached), then,
+  // where the inner codec decodes runs, only the stored bytes of the inner
+  // chunk that hold `part`; otherwise the whole inner chunk. Returns false
+  // (and writes the fill value) when the inner chunk is missing.
+  Result<bool> ReadInnerPart(std::span<const Index> block, const Box& part, const ArrayView& out,
+                             MemoryPool& pool) const;
+
+  // Reads any region into `out` (shape == region.shape); chunks (inner
+  // chunks) it covers partly through ReadChunkPart (ReadInnerPart).
   Status ReadRegion(const Box& region, const ArrayView& out, MemoryPool& pool) const;
 
   // Writes any region; partially covered chunks are read, updated and
