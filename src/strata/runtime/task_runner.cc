@@ -340,9 +340,9 @@ Status TaskRunner::FinishShardPart(const Node& node, std::span<const Index> shar
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> empty, array.BeginShard(shard, *pool_));
     done = array.FinishShard(shard, *empty);
   }
+  // The entry stays (finished): a straggling attempt of one of its parts
+  // must find the shard stored, not start it again.
   pending.writer.reset();
-  std::lock_guard map_lock(shards_mu_);
-  pending_shards_.erase({&node, LinearIndex(shard, array.grid().grid_shape())});
   return done;
 }
 

@@ -166,9 +166,9 @@ class TaskRunner {
   const ComputeOptions& options_;
   Clock::time_point start_;
   std::mutex shards_mu_;
-  // By store node and shard (linear); an entry lives until its shard is
-  // stored, or with the runner (a failed run: the writer's destructor
-  // removes the temporary file).
+  // By store node and shard (linear); an entry lives with the runner (its
+  // writer until the shard is stored; in a failed run the writer's
+  // destructor removes the temporary file).
   std::map<std::pair<const Node*, Index>, std::shared_ptr<PendingShard>> pending_shards_;
 };
 
