@@ -329,6 +329,49 @@ def mpi_tables(doc):
                            "intermediate bytes on disk"], rows), cs + launcher)]
 
 
+
+def megabytes(*values):
+    """'a / b / c MB' of byte counts, '–' for one not measured."""
+    return " / ".join("–" if v is None else num(v / MB, 0) for v in values) + " MB"
+
+
+def mpi_hosts_tables(doc):
+    cs = cases(doc, "W")
+    rows = []
+    for c in cs:
+        d = c["describe"]
+        ranks = range(d.get("ranks", 0))
+        name = workload_name(d) + (f", `--tier {d['tier']}`" if d.get("tier", "default")
+                                   != "default" else "")
+        rows.append([
+            name, cell(summary(c, "threads", "wall_s")),
+            f"{cell(summary(c, 'mpi', 'wall_s'))} ({cell(summary(c, 'mpi', 'compute_s'))})",
+            f"{cell(ratio(c, 'mpi/threads'))} ({cell(ratio(c, 'mpi/threads:compute_s'))})",
+            f"{size(median(c, 'mpi', 'bytes_between_ranks'))} / "
+            f"{size(median(c, 'mpi', 'bridge_bytes'))}",
+            megabytes(*(median(c, "mpi", f"rank{r}_peak_pool_bytes") for r in ranks)),
+            megabytes(median(c, "threads", "peak_rss_bytes"),
+                      median(c, "mpi", "max_rss_process_bytes"),
+                      median(c, "mpi", "tree_rss_sampled_peak_bytes")),
+            size(max((summary(c, e, "intermediate_bytes_written") or {}).get("max") or 0
+                     for e in ("threads", "mpi")))])
+    launcher = cases(doc, "mpirun")
+    cl = doc.get("cluster", {})
+    hosts = len(cl.get("hosts", [])) or "?"
+    title = (f"Executors across hosts: `threads` (2 workers) on one host against `mpi` on "
+             f"{hosts} simulated hosts (network namespaces of this machine, TCP over a "
+             f"software bridge, one rank per host"
+             + (f": {sum(cl.get('ranks_per_host', []))} ranks oversubscribed on "
+                f"{cl.get('cores')} cores" if cl.get("oversubscribed") else "") + ")")
+    if launcher:
+        title += (f"; mpirun across the hosts running `hostname` alone takes "
+                  f"{cell(summary(launcher[0], 'mpirun', 'wall_s'))} s")
+    return [(title, table(["workload", "threads s", "mpi s (compute s)",
+                           "mpi / threads (compute)", "block bytes between ranks / bytes over "
+                           "the bridge", "peak pool per rank (history)",
+                           "peak RSS threads / one rank / job", "intermediate bytes on disk"],
+                          rows), cs + launcher)]
+
 def s3_tables(doc):
     [case] = cases(doc, "s3")
     d = case["describe"]
@@ -496,11 +539,12 @@ def weather_tables(doc):
 
 RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
-             "processes": processes_tables, "mpi": mpi_tables, "s3_copy": s3_tables,
+             "processes": processes_tables, "mpi": mpi_tables, "mpi_hosts": mpi_hosts_tables,
+             "s3_copy": s3_tables,
              "climate_ops": climate_tables, "weather_pipeline": weather_tables,
              "python_overhead": python_tables, "sharding": sharding_tables}
-ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "s3_copy",
-         "climate_ops", "weather_pipeline", "sharding", "python_overhead"]
+ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "mpi_hosts",
+         "s3_copy", "climate_ops", "weather_pipeline", "sharding", "python_overhead"]
 
 
 def refuse_reason(doc):

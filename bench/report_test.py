@@ -16,6 +16,8 @@ import protocol as P  # noqa: E402
 import protocol_test as PT  # noqa: E402
 import report  # noqa: E402
 
+MB = 10**6
+
 
 def fake_bench(tmp_path, name, walls, smoke=False, reps=5):
     proto, m, r = PT.make(walls, reps=reps, check=not smoke, smoke=smoke)
@@ -204,6 +206,54 @@ def test_a_weather_smoke_run_is_refused_unless_draft(tmp_path):
         report.render(doc)
     assert "DRAFT" in report.render(doc, draft=True)
 
+
+
+def mpi_hosts_contender(name, **fields):
+    """A contender whose run has the process-tree figures of a real one."""
+    measured = ("max_rss_process_bytes", "tree_rss_sampled_peak_bytes", "peak_rss_bytes")
+
+    def finish(run, done):
+        for k, v in fields.items():
+            (run if k in measured else run["extra"])[k] = v
+    return P.Contender(name, ["true"], finish=finish)
+
+
+def test_mpi_hosts_table_cells_come_from_the_json(tmp_path):
+    walls = {"threads": 2.5, "mpi": 5.0, "mpirun": 1.0}
+    with fake_bench(tmp_path, "mpi_hosts", walls) as b:
+        b.doc["cluster"] = {"hosts": ["h0", "h1", "h2"], "ranks_per_host": [1, 1, 1],
+                            "cores": 2, "oversubscribed": True}
+        b.case("mpirun 3 hosts hostname", [P.Contender("mpirun", ["true"])])
+        for tier, moved in (("default", 0), ("memory", 2_133_000_000)):
+            threads = dict(peak_rss_bytes=364 * MB, compute_s=2.25,
+                           intermediate_bytes_written=0)
+            mpi = dict(max_rss_process_bytes=199 * MB, tree_rss_sampled_peak_bytes=620 * MB,
+                       compute_s=4.5, intermediate_bytes_written=0, bytes_between_ranks=moved,
+                       bridge_bytes=moved + 91_000, rank0_peak_pool_bytes=107 * MB,
+                       rank1_peak_pool_bytes=106 * MB, rank2_peak_pool_bytes=107 * MB)
+            b.case("W4" + ("" if tier == "default" else " memory tier"),
+                   [mpi_hosts_contender("threads", **threads),
+                    mpi_hosts_contender("mpi", **mpi)],
+                   ratios=[("mpi", "threads")], ratio_keys=("wall_s", "compute_s"),
+                   describe={"workload": "W4", "shape": [20000, 20000],
+                             "source_chunks": [20000, 500], "target_chunks": [500, 20000],
+                             "allowed_mem": "1GB", "tier": tier, "ranks": 3})
+    md = report.render(json.load(open(b.out)))
+    rows = [l for l in md.splitlines() if l.startswith("| W4")]
+    cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
+    assert cells[0][0] == "W4: 20000² f8, (20000,500) → (500,20000), 1GB"
+    assert cells[1][0] == "W4: 20000² f8, (20000,500) → (500,20000), 1GB, `--tier memory`"
+    assert cells[0][1] == "2.50 (2.50–2.50)"                        # threads s
+    assert cells[0][2] == "5.00 (5.00–5.00) (4.50 (4.50–4.50))"     # mpi s (compute s)
+    assert cells[0][3] == "2.00 (2.00–2.00) (2.00 (2.00–2.00))"     # per-rep ratios
+    assert cells[0][4] == "0 / 91 kB"                               # between ranks / bridge
+    assert cells[1][4] == "2.13 GB / 2.13 GB"
+    assert cells[0][5] == "107 / 106 / 107 MB"                      # pool peak per rank
+    assert cells[0][6] == "364 / 199 / 620 MB"                      # RSS threads / rank / job
+    assert cells[0][7] == "0"
+    assert "on 3 simulated hosts" in md and "3 ranks oversubscribed on 2 cores" in md
+    assert "running `hostname` alone takes 1.00 (1.00–1.00) s" in md
+    assert "5 reps, contenders interleaved in rotated order" in md
 
 def test_python_overhead_tables_come_from_the_json(tmp_path):
     walls = {"cpp": 1.0, "python": 1.02, "dask": 2.04, "numpy": 3.06}

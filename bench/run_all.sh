@@ -15,13 +15,14 @@ $py bench/quadratic_means.py "$@"
 $py bench/rechunk.py --prepared "$@"
 $py bench/processes.py "$@"
 $py bench/mpi.py "$@"
+$py bench/mpi_hosts.py "$@"
 $py bench/s3_copy.py "$@"
 $py bench/climate_ops.py "$@"
 $py bench/weather_pipeline.py "$@"
 $py bench/sharding.py "$@"
 $py bench/python_overhead.py "$@"
 if [[ " $* " == *" --smoke "* ]]; then
-  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,s3_copy,climate_ops,weather_pipeline,sharding,python_overhead}.json
+  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,mpi_hosts,s3_copy,climate_ops,weather_pipeline,sharding,python_overhead}.json
 else
   $py bench/report.py --all --svg bench/results/rechunk_cliff.svg
 fi

@@ -6,7 +6,8 @@ its own address on a private bridge; mpirun runs in a fourth namespace (the
 agent that enters the host's namespaces, as ssh or srun would on a cluster.
 Ranks talk over TCP only (`--mca btl tcp,self`: no shared memory between
 hosts), on the bridge's subnet only. Nothing outside the namespaces made here
-is contacted.
+is contacted. The namespaces are made by mpi_hosts_cluster.py, which
+bench/mpi_hosts.py shares.
 
 What it shows:
 - MPI groups the ranks on 3 hosts (4 ranks: 2 share a host), named by their
@@ -20,203 +21,36 @@ What it shows:
 Skipped, with the reason, where namespaces cannot be made (not root, no `ip`
 or `unshare`, no mpirun, or the kernel refuses).
 """
-import atexit
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
-import textwrap
 
 import pytest
 
+import mpi_hosts_cluster as mh
 from conftest import tree_digest
 
-MPIRUN = shutil.which("mpirun")
-IP = shutil.which("ip")
-UNSHARE = shutil.which("unshare")
-SUBNET = "10.213.0.0/24"
-HEAD_ADDRESS = "10.213.0.254"
-HOSTS = 3
-# Names carry this prefix and the pid of the pytest that made them.
-PREFIX = "stmh"
 
-
-def _run(*args, check=True):
-    proc = subprocess.run(list(args), capture_output=True, text=True, timeout=60)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
-    return proc
-
-
-def why_no_namespaces():
-    """None when this machine can make the namespaces, else why not."""
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    for name, path in (("ip (iproute2)", IP), ("unshare (util-linux)", UNSHARE),
-                       ("mpirun (openmpi-bin)", MPIRUN)):
-        if path is None:
-            return f"{name} not installed"
-    probe = f"{PREFIX}{os.getpid()}-probe"
-    made = _run(IP, "netns", "add", probe, check=False)
-    if made.returncode != 0:
-        return f"cannot make a network namespace: {made.stderr.strip()}"
+def mpirun(cluster, strata, slots, *args, timeout=300):
+    """Runs strata on sum(slots) ranks placed by `slots` per host, from the head."""
     try:
-        uts = _run(IP, "netns", "exec", probe, UNSHARE, "--uts", "hostname", "probe", check=False)
-        if uts.returncode != 0:
-            return f"cannot make a UTS namespace: {uts.stderr.strip()}"
-    finally:
-        _run(IP, "netns", "del", probe, check=False)
-    return None
-
-
-def _remove_stale_namespaces():
-    """Namespaces an earlier run left behind when it was killed (its pid is gone)."""
-    listed = _run(IP, "netns", "list", check=False).stdout.split()
-    for name in listed:
-        m = re.fullmatch(rf"{PREFIX}(\d+)-\w+", name)
-        if m and not os.path.exists(f"/proc/{m.group(1)}"):
-            _kill_namespace_processes(name)
-            _run(IP, "netns", "del", name, check=False)
-
-
-def _kill_namespace_processes(ns):
-    pids = _run(IP, "netns", "pids", ns, check=False).stdout.split()
-    for pid in pids:
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-
-
-class Cluster:
-    """A head namespace holding a bridge, and HOSTS host namespaces on it.
-
-    Host i has address 10.213.0.(i+1) and, for every process the agent starts
-    there, the hostname `<tag>-host<i>`. close() kills what runs in them and
-    deletes them (the bridge and veth pairs go with them); it runs at exit
-    too, and is idempotent.
-    """
-
-    def __init__(self, workdir):
-        self.tag = f"{PREFIX}{os.getpid()}"
-        self.head = f"{self.tag}-head"
-        self.hosts = [f"{self.tag}-h{i}" for i in range(HOSTS)]
-        self.addresses = [f"10.213.0.{i + 1}" for i in range(HOSTS)]
-        self.hostnames = [f"{self.tag}-host{i}" for i in range(HOSTS)]
-        self.bridge = f"{self.tag}br"
-        self.ports = [f"{self.tag}v{i}" for i in range(HOSTS)]
-        self.made = []
-        self.workdir = workdir
-        atexit.register(self.close)
-        try:
-            self._make()
-        except Exception:
-            self.close()
-            raise
-
-    def _make(self):
-        ip = IP
-        _run(ip, "netns", "add", self.head)
-        self.made.append(self.head)
-        _run(ip, "-n", self.head, "link", "set", "lo", "up")
-        _run(ip, "-n", self.head, "link", "add", self.bridge, "type", "bridge")
-        _run(ip, "-n", self.head, "addr", "add", f"{HEAD_ADDRESS}/24", "dev", self.bridge)
-        _run(ip, "-n", self.head, "link", "set", self.bridge, "up")
-        for ns, port, address in zip(self.hosts, self.ports, self.addresses):
-            _run(ip, "netns", "add", ns)
-            self.made.append(ns)
-            _run(ip, "-n", ns, "link", "set", "lo", "up")
-            # The pair is made straight into the two namespaces: nothing is
-            # added to the machine's own network.
-            _run(ip, "link", "add", port, "netns", self.head, "type", "veth",
-                 "peer", "name", "eth0", "netns", ns)
-            _run(ip, "-n", self.head, "link", "set", port, "master", self.bridge, "up")
-            _run(ip, "-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
-            _run(ip, "-n", ns, "link", "set", "eth0", "up")
-        # The launcher agent: `agent HOST COMMAND...` as ssh takes it (the
-        # words joined and run by a shell), but "connecting" means entering
-        # the host's network namespace with a UTS namespace of its hostname.
-        cases = "\n".join(f"  {a}) ns={ns}; name={name} ;;"
-                          for a, ns, name in zip(self.addresses, self.hosts, self.hostnames))
-        self.agent = os.path.join(self.workdir, "agent.sh")
-        with open(self.agent, "w") as f:
-            f.write(textwrap.dedent("""\
-                #!/bin/sh
-                # Open MPI's plm_rsh_agent for the simulated hosts of test_mpi_hosts.py.
-                while [ "${1#-}" != "$1" ]; do shift; done  # ssh-style options
-                host=$1; shift
-                case $host in
-                """) + cases + textwrap.dedent(f"""
-                  *) echo "agent: no simulated host $host" >&2; exit 255 ;;
-                esac
-                exec {IP} netns exec "$ns" {UNSHARE} --uts sh -c \\
-                  'hostname "$0" && exec sh -c "$1"' "$name" "$*"
-                """))
-        os.chmod(self.agent, 0o755)
-
-    def hostfile(self, slots):
-        path = os.path.join(self.workdir, "hostfile")
-        with open(path, "w") as f:
-            for address, n in zip(self.addresses, slots):
-                f.write(f"{address} slots={n}\n")
-        return path
-
-    def bridge_bytes(self):
-        """Bytes the hosts have sent into the bridge (each port's rx counter)."""
-        total = 0
-        for port in self.ports:
-            out = _run(IP, "-n", self.head, "-s", "-j", "link", "show", port).stdout
-            total += json.loads(out)[0]["stats64"]["rx"]["bytes"]
-        return total
-
-    def mpirun(self, strata, slots, *args, timeout=300):
-        """Runs strata on sum(slots) ranks placed by `slots` per host, from the head."""
-        env = dict(os.environ)
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   ASAN_OPTIONS="detect_leaks=0")
-        command = [
-            IP, "netns", "exec", self.head, UNSHARE, "--uts", "sh", "-c",
-            'hostname "$0" && exec "$@"', f"{self.tag}-head",
-            MPIRUN, "-np", str(sum(slots)), "--oversubscribe",
-            "--hostfile", self.hostfile(slots),
-            "--mca", "plm_rsh_agent", self.agent,
-            "--mca", "plm_rsh_no_tree_spawn", "1",
-            "--mca", "btl", "tcp,self",
-            "--mca", "btl_tcp_if_include", SUBNET,
-            "--mca", "oob_tcp_if_include", SUBNET,
-            strata.path, *map(str, args)]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=env, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            pytest.fail(f"mpirun across hosts did not finish in {timeout} s: {stderr}")
-        return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
-
-    def close(self):
-        for ns in reversed(self.made):
-            _kill_namespace_processes(ns)
-        for ns in reversed(self.made):
-            _run(IP, "netns", "del", ns, check=False)
-        self.made = []
+        return cluster.mpirun(slots, strata.path, *args, timeout=timeout)
+    except TimeoutError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    reason = why_no_namespaces()
+    reason = mh.why_no_namespaces()
     if reason:
         pytest.skip(f"multi-host MPI test skipped: {reason}")
-    _remove_stale_namespaces()
-    c = Cluster(str(tmp_path_factory.mktemp("cluster")))
+    mh.remove_stale_namespaces()
+    c = mh.Cluster(str(tmp_path_factory.mktemp("cluster")))
     try:
         yield c
     finally:
         c.close()
-        left = [n for n in _run(IP, "netns", "list").stdout.split() if n.startswith(c.tag)]
+        left = mh.namespaces_of(c.tag)
         assert not left, f"namespaces left behind: {left}"
 
 
@@ -260,7 +94,7 @@ def test_rechunk_on_three_hosts_moves_blocks_over_mpi_and_matches_threads(
     bridge_before = cluster.bridge_bytes()
     work = tmp_path / "work"
     work.mkdir()
-    proc = cluster.mpirun(strata, [1, 1, 1], "rechunk", source, tmp_path / "mpi.zarr", *RECHUNK,
+    proc = mpirun(cluster, strata, [1, 1, 1], "rechunk", source, tmp_path / "mpi.zarr", *RECHUNK,
                           "--executor", "mpi", "--work-dir", work)
     bridge = cluster.bridge_bytes() - bridge_before
     if "has no MPI" in proc.stderr:
@@ -298,7 +132,7 @@ def test_rechunk_on_three_hosts_moves_blocks_over_mpi_and_matches_threads(
 def test_four_ranks_are_grouped_on_three_hosts(strata, cluster, source, tmp_path):
     # Two ranks share host 0: grouping is by host, not by rank, and
     # total_system_mem still counts each host once.
-    proc = cluster.mpirun(strata, [2, 1, 1], "rechunk", source, tmp_path / "mpi.zarr", *RECHUNK,
+    proc = mpirun(cluster, strata, [2, 1, 1], "rechunk", source, tmp_path / "mpi.zarr", *RECHUNK,
                           "--executor", "mpi")
     if "has no MPI" in proc.stderr:
         pytest.skip("strata built without MPI")
