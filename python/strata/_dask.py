@@ -351,7 +351,19 @@ class _Block:
         self.figures, self.error, self.worker = figures, error, worker
 
     def __reduce__(self):
-        return (_Block, (self.op, self.block, self.data, self.figures, self.error, self.worker))
+        return (_arrived, (self.op, self.block, self.data, self.figures, self.error, self.worker))
+
+
+def _arrived(op, block, data, figures, error, worker):
+    """A _Block unpickled where Dask moved it. Its array (an out-of-band
+    pickle buffer) lies in the buffer Dask read the whole message into, at
+    whatever offset the frames before it left, so it is seldom aligned for
+    its dtype; the engine reads only aligned arrays (TaskHost.run copies
+    others), so it is copied once here rather than by every task that reads
+    it."""
+    if data is not None and not data.flags.aligned:
+        data = data.copy()
+    return _Block(op, block, data, figures, error, worker)
 
 
 class _Host:
