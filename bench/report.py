@@ -482,6 +482,38 @@ def python_tables(doc):
     return out
 
 
+def dask_rechunk_tables(doc):
+    out = []
+    for c in cases(doc, "W4"):
+        d = c["describe"]
+        threads = sorted(set((d.get("cluster") or {}).get("threads", {}).values())) or ["?"]
+        rows = []
+        for name, label in (("strata-dask", 'strata, `executor="dask"`'),
+                            ("dask-tasks", "dask `rechunk` (tasks)")):
+            if not has(c, name):
+                continue
+            spill = max((summary(c, name, k) or {}).get("max") or 0
+                        for k in ("dask_local_peak_bytes", "intermediate_bytes_written"))
+            rows.append([label, cell(summary(c, name, "wall_s")),
+                         cell(ratio(c, "dask-tasks/strata-dask")) if name == "strata-dask"
+                         else "–",
+                         cell(summary(c, name, "helper_cpu_s"), digits=1),
+                         cell(summary(c, name, "worker_peak_rss_bytes"), MB, 0) + " MB",
+                         size(spill)])
+        rss = ratio(c, "dask-tasks/strata-dask:worker_peak_rss_bytes")
+        out.append((f"The `dask` executor (issue 20): W4 ({d['shape'][0]}² float64, "
+                    f"{tuple(d['source_chunks'])} → {tuple(d['target_chunks'])}, allowed_mem "
+                    f"{size(d['allowed_mem'])}, blosc source) on a `LocalCluster` of "
+                    f"{len((d.get('cluster') or {}).get('threads', {})) or '?'} worker "
+                    f"processes × {'/'.join(map(str, threads))} thread on 127.0.0.1, against "
+                    f"Dask's own `rechunk` on the same cluster (Dask 2022.12 has no "
+                    f"`method=\"p2p\"` for arrays: `tasks` is its best)"
+                    + (f"; Dask's worker peak RSS is {cell(rss)}× Strata's" if rss else ""),
+                    table(["contender", "s", "dask / strata", "cluster CPU s",
+                           "peak RSS per worker", "spilled or intermediate bytes"], rows), [c]))
+    return out
+
+
 def contract_cell(c, contender="strata"):
     """The memory contract of a contender's kept runs: every task measured <=
     projected <= allowed_mem (issue 19), from the runs' extras."""
@@ -542,9 +574,11 @@ RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "processes": processes_tables, "mpi": mpi_tables, "mpi_hosts": mpi_hosts_tables,
              "s3_copy": s3_tables,
              "climate_ops": climate_tables, "weather_pipeline": weather_tables,
-             "python_overhead": python_tables, "sharding": sharding_tables}
+             "python_overhead": python_tables, "sharding": sharding_tables,
+             "dask_rechunk": dask_rechunk_tables}
 ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "mpi_hosts",
-         "s3_copy", "climate_ops", "weather_pipeline", "sharding", "python_overhead"]
+         "s3_copy", "climate_ops", "weather_pipeline", "sharding", "python_overhead",
+         "dask_rechunk"]
 
 
 def refuse_reason(doc):

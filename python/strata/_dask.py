@@ -233,10 +233,18 @@ class _Run:
 
         self.base = run.seconds() - time.time()
         futures = self.client.get(graph, wanted, sync=False)
+        finished = False
         try:
-            self._collect(distributed, futures)
+            finished = self._collect(distributed, futures)
         finally:
-            self.client.cancel(futures + [held])
+            # Finished futures are released by dropping them. Cancelling
+            # them would cost about a second: the scheduler's cancel of a
+            # key cancels its dependents too, and a dependent another
+            # cancel released first is polled for up to 1 s
+            # (Scheduler._cancel_key, distributed 2022.12). Cancelling is
+            # for tasks that may still run: a failure or Ctrl-C.
+            if not finished:
+                self.client.cancel(futures + [held])
             del futures, held
             try:
                 self.client.run(_forget, token)
@@ -265,6 +273,7 @@ class _Run:
         self.client._strata_memory_plugin = True
 
     def _collect(self, distributed, futures):
+        """True when every future finished and was reported to the run."""
         run = self.run
         ac = distributed.as_completed(futures, loop=self.client.loop)
         while not ac.is_empty():
@@ -287,6 +296,7 @@ class _Run:
                 start, end, peak, rss = r.figures
                 run.task_done(r.op, r.block, 1, self._worker_number(r.worker),
                               start + self.base, end + self.base, peak, rss, r.data)
+        return True
 
     def _failed(self, future):
         op, block = self.task_of[str(future.key)]
@@ -341,7 +351,19 @@ class _Block:
         self.figures, self.error, self.worker = figures, error, worker
 
     def __reduce__(self):
-        return (_Block, (self.op, self.block, self.data, self.figures, self.error, self.worker))
+        return (_arrived, (self.op, self.block, self.data, self.figures, self.error, self.worker))
+
+
+def _arrived(op, block, data, figures, error, worker):
+    """A _Block unpickled where Dask moved it. Its array (an out-of-band
+    pickle buffer) lies in the buffer Dask read the whole message into, at
+    whatever offset the frames before it left, so it is seldom aligned for
+    its dtype; the engine reads only aligned arrays (TaskHost.run copies
+    others), so it is copied once here rather than by every task that reads
+    it."""
+    if data is not None and not data.flags.aligned:
+        data = data.copy()
+    return _Block(op, block, data, figures, error, worker)
 
 
 class _Host:

@@ -104,6 +104,29 @@ def test_memory_tier_rechunk_moves_blocks_by_dask_and_writes_nothing(client, das
         assert 0 < e.measured_peak_mem <= e.projected_mem, e
 
 
+def test_a_block_dask_moved_is_aligned_once_on_arrival():
+    # Dask reads a message into one buffer and hands out its frames at
+    # whatever offsets they fall: unpickling a block copies it to aligned
+    # memory once, so that the tasks reading it need not copy it each.
+    from distributed.protocol import deserialize, serialize
+
+    from strata._dask import _Block
+
+    block = _Block(1, 2, DATA, (0.0, 1.0, 8, 9), None, "tcp://127.0.0.1:1")
+    header, frames = serialize(block)
+    assert len(frames) == 2 and memoryview(frames[1]).nbytes == DATA.nbytes  # out of band
+    received = bytearray(DATA.nbytes + 3)
+    received[3:] = memoryview(frames[1]).cast("B")
+    moved = deserialize(header, [frames[0], memoryview(received)[3:]])
+    assert moved.data.flags.aligned and moved.data.flags.c_contiguous
+    same_bytes(moved.data, DATA)
+    assert (moved.op, moved.block, moved.figures, moved.worker) == (1, 2, block.figures,
+                                                                    block.worker)
+    # An aligned block is not copied.
+    kept = deserialize(*serialize(block))
+    assert np.shares_memory(kept.data, DATA)
+
+
 def test_disk_tier_rechunk(client, tmp_path, threads_spec):
     spec = strata.Spec(executor="dask", client=client, work_dir=tmp_path / "shared",
                        allowed_mem="100MB", reserved_mem="1MB", tier="disk")

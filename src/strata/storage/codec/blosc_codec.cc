@@ -11,17 +11,30 @@
 // Partial decoding (DecodeRuns): the blocks of a frame are compressed
 // independently and the header is followed by the stored offset of each
 // ("bstarts"), so a run of the decoded bytes needs only the blocks covering
-// it. Each is decoded by libblosc as a frame of one block: the 20 bytes
-// before the block's stored bytes (already decoded, or not needed) are
-// overwritten with a header for it and its one offset, so nothing is copied.
+// it. A block is decoded here when Strata has its compressor (lz4, lz4hc,
+// zlib, zstd) and its filter (none, byte shuffle): each of its streams is
+// decompressed into a scratch buffer the call keeps, then unshuffled into
+// place. libblosc allocates a scratch of twice the block size on every call
+// (serial_blosc's my_malloc), and where malloc maps every large request
+// anew, that scratch is faulted in page by page each time: in a Dask worker
+// (its nanny sets MALLOC_TRIM_THRESHOLD_, which fixes glibc's mmap threshold
+// at 128 KiB) W4's tasks spent more time in those page faults than in
+// decoding. Other blocks (blosclz,
+// snappy, bit shuffle) are decoded by libblosc as a frame of one block: the
+// 20 bytes before the block's stored bytes (already decoded, or not needed)
+// are overwritten with a header for it and its one offset, so nothing is
+// copied.
 #include <blosc.h>
 #include <fmt/format.h>
+#include <lz4.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +55,14 @@ constexpr int64_t kOneBlockPrefix = BLOSC_MIN_HEADER_LENGTH + 4;
 // Blocks fetched with one read at most (bounds the scratch of DecodeRuns to
 // a few blocks beside the decoded one).
 constexpr int64_t kBlocksPerRead = 8;
+// libblosc's rule for splitting a block into one stream per byte of the
+// element (blosc.c: MAX_SPLITS, MIN_BUFFERSIZE).
+constexpr int kMaxSplits = 16;
+constexpr int64_t kMinSplitBytes = 128;
+// The compressors DecodeBlock decodes (bits 5-7 of a frame's flags).
+constexpr int kLz4Format = BLOSC_LZ4_FORMAT;  // lz4hc too
+constexpr int kZlibFormat = BLOSC_ZLIB_FORMAT;
+constexpr int kZstdFormat = BLOSC_ZSTD_FORMAT;
 
 uint32_t LoadLe32(const std::byte* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
@@ -107,6 +128,98 @@ struct FrameHeader {
     return h;
   }
 };
+
+// Decompresses `input` (one stream of a block) into exactly `output`: false
+// when it is corrupt or decodes to another size.
+bool DecompressStream(int format, std::span<const std::byte> input, std::span<std::byte> output) {
+  switch (format) {
+    case kLz4Format:
+      return LZ4_decompress_safe(reinterpret_cast<const char*>(input.data()),
+                                 reinterpret_cast<char*>(output.data()),
+                                 static_cast<int>(input.size()), static_cast<int>(output.size())) ==
+             static_cast<int>(output.size());
+    case kZlibFormat: {
+      uLongf length = output.size();
+      return uncompress(reinterpret_cast<Bytef*>(output.data()), &length,
+                        reinterpret_cast<const Bytef*>(input.data()),
+                        static_cast<uLong>(input.size())) == Z_OK &&
+             length == output.size();
+    }
+    case kZstdFormat: {
+      Result<int64_t> n = ZstdDecompressInto(input, output);
+      return n.ok() && *n == static_cast<int64_t>(output.size());
+    }
+    default:
+      return false;
+  }
+}
+
+// True when DecodeBlock decodes blocks of frames with header `h`; the others
+// go to libblosc.
+bool DecodesBlocks(const FrameHeader& h) {
+  const int format = h.flags >> 5;
+  // Every compressor's format version is 1 (BLOSC_*_VERSION_FORMAT); libblosc
+  // refuses others, so they go to it for its error.
+  return h.compressor_version == 1 && (h.flags & BLOSC_DOBITSHUFFLE) == 0 &&
+         (format == kLz4Format || format == kZlibFormat || format == kZstdFormat);
+}
+
+// Decodes block `j` of a frame with header `h` (DecodesBlocks), whose stored
+// bytes are `stored`, into `dest` (the block's `bsize` bytes), as libblosc's
+// blosc_d does. `streams` holds the shuffled bytes when the frame is shuffled
+// (allocated from `pool` once, at the frame's block size). nullopt when the
+// block is not one this decodes (a split that does not divide it), DataLoss
+// when it is corrupt.
+std::optional<Status> DecodeBlock(const FrameHeader& h, int64_t j,
+                                  std::span<const std::byte> stored, std::byte* dest, int64_t bsize,
+                                  Buffer& streams, MemoryPool& pool) {
+  const int typesize = h.typesize;
+  const bool shuffled = (h.flags & BLOSC_DOSHUFFLE) != 0 && typesize > 1;
+  // The last block, shorter than the others, is never split; kDontSplit says
+  // the writer split none.
+  const bool leftover = bsize < h.blocksize;
+  const int nsplits = (h.flags & kDontSplit) == 0 && typesize <= kMaxSplits &&
+                              bsize / typesize >= kMinSplitBytes && !leftover
+                          ? typesize
+                          : 1;
+  if (bsize % nsplits != 0) return std::nullopt;
+  const int64_t neblock = bsize / nsplits;
+  std::byte* out = dest;
+  if (shuffled) {
+    if (streams.empty()) {
+      Result<Buffer> b = pool.Allocate(h.blocksize);
+      if (!b.ok()) return b.status();
+      streams = std::move(*b);
+    }
+    out = streams.data();
+  }
+  auto corrupt = [&](std::string_view what) {
+    return DataLossError(fmt::format("blosc: block {} of {} ({} stored bytes) is corrupt ({})", j,
+                                     h.nblocks(), stored.size(), what));
+  };
+  size_t pos = 0;
+  for (int split = 0; split < nsplits; ++split) {
+    if (stored.size() - pos < 4) return corrupt("a stream's length runs past the block");
+    const auto cbytes = static_cast<int32_t>(LoadLe32(stored.data() + pos));
+    pos += 4;
+    if (cbytes < 0 || static_cast<size_t>(cbytes) > stored.size() - pos) {
+      return corrupt(fmt::format("stream {} records {} bytes", split, cbytes));
+    }
+    const std::span<const std::byte> in = stored.subspan(pos, static_cast<size_t>(cbytes));
+    const std::span<std::byte> piece(out + split * neblock, static_cast<size_t>(neblock));
+    if (cbytes == neblock) {
+      std::memcpy(piece.data(), in.data(), piece.size());  // stored uncompressed
+    } else if (!DecompressStream(h.flags >> 5, in, piece)) {
+      return corrupt(fmt::format("stream {} does not decode to {} bytes", split, neblock));
+    }
+    pos += static_cast<size_t>(cbytes);
+  }
+  if (shuffled) {
+    Unshuffle(typesize, {streams.data(), static_cast<size_t>(bsize)},
+              {dest, static_cast<size_t>(bsize)});
+  }
+  return Status::Ok();
+}
 
 class BloscCodec final : public BytesCodec {
  public:
@@ -218,7 +331,9 @@ class BloscCodec final : public BytesCodec {
     }
     std::sort(needed.begin(), needed.end(),
               [&](int64_t a, int64_t b) { return starts[a] < starts[b]; });
-    Buffer block;  // a decoded block, when no run takes one whole
+    Buffer block;    // a decoded block, when no run takes one whole
+    Buffer streams;  // a block's streams before unshuffling (DecodeBlock)
+    const bool direct = DecodesBlocks(h);
     size_t g = 0;
     while (g < needed.size()) {
       // One read for consecutive stored blocks, with the 20 bytes before the
@@ -257,13 +372,24 @@ class BloscCodec final : public BytesCodec {
           }
           dest = block.data();
         }
-        const int decoded = blosc_decompress_ctx(frame, dest, static_cast<size_t>(bsize),
-                                                 /*numinternalthreads=*/1);
-        if (decoded != bsize) {
-          return DataLossError(fmt::format(
-              "blosc: block {} of {} (bytes [{}, {}) of a {}-byte frame) is corrupt (libblosc "
-              "error {})",
-              j, nblocks, starts[j], ends[j], h.cbytes, decoded));
+        std::optional<Status> here;
+        if (direct) {
+          here = DecodeBlock(h, j,
+                             std::span<const std::byte>(frame + kOneBlockPrefix,
+                                                        static_cast<size_t>(ends[j] - starts[j])),
+                             dest, bsize, streams, scratch);
+        }
+        if (here) {
+          STRATA_RETURN_IF_ERROR(*here);
+        } else {
+          const int decoded = blosc_decompress_ctx(frame, dest, static_cast<size_t>(bsize),
+                                                   /*numinternalthreads=*/1);
+          if (decoded != bsize) {
+            return DataLossError(fmt::format(
+                "blosc: block {} of {} (bytes [{}, {}) of a {}-byte frame) is corrupt (libblosc "
+                "error {})",
+                j, nblocks, starts[j], ends[j], h.cbytes, decoded));
+          }
         }
         if (dest != block.data()) continue;
         for (; it != runs.end() && it->offset < begin + bsize; ++it) {

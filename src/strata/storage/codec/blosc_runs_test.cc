@@ -114,6 +114,42 @@ TEST(BloscRunsTest, EveryRunSetDecodesAsTheWholeFrame) {
   }
 }
 
+// Blocks decoded by Strata rather than libblosc (lz4, lz4hc, zlib, zstd;
+// no shuffle or byte shuffle): streams stored uncompressed (random bytes in
+// a compressed frame), every split rule (element sizes up to and past 16, short last blocks,
+// libblosc's split mode for zstd), against libblosc's whole decode.
+TEST(BloscRunsTest, BlocksStrataDecodesMatchLibblosc) {
+  std::mt19937_64 rng(5);
+  for (std::string cname : {"lz4", "lz4hc", "zlib", "zstd"}) {
+    for (int shuffle : {0, 1}) {
+      for (int typesize : {2, 3, 8, 16, 24}) {
+        for (DataKind kind : {DataKind::kRandom, DataKind::kCompressible}) {
+          const size_t n = size_t{100003} / typesize * typesize;
+          SCOPED_TRACE(::testing::Message()
+                       << cname << " shuffle " << shuffle << " typesize " << typesize
+                       << " half random " << (kind == DataKind::kRandom));
+          auto codec = MakeBytesCodec(BloscSpec{cname, 5, shuffle, 8192, 0}, typesize);
+          ASSERT_TRUE(codec.ok()) << codec.status().ToString();
+          // Random bytes in the second half: their streams are stored
+          // uncompressed in a frame that is not.
+          auto data = TestBytes(n, n + typesize, DataKind::kCompressible);
+          if (kind == DataKind::kRandom) {
+            const auto noise = TestBytes(n, typesize, DataKind::kRandom);
+            std::copy(noise.begin() + n / 2, noise.end(), data.begin() + n / 2);
+          }
+          const auto frame = Encode(**codec, data);
+          ASSERT_EQ(static_cast<uint8_t>(frame[2]) & BLOSC_MEMCPYED, 0);
+          std::vector<std::byte> whole(n);
+          ASSERT_TRUE((*codec)->DecodeInto({frame.data(), frame.size()}, {whole.data(), n}).ok());
+          ASSERT_EQ(whole, data);
+          ExpectRunsMatch(**codec, frame, data, {{0, static_cast<int64_t>(n)}});
+          ExpectRunsMatch(**codec, frame, data, RandomRuns(static_cast<int64_t>(n), 7, rng));
+        }
+      }
+    }
+  }
+}
+
 TEST(BloscRunsTest, ReadsOnlyTheHeaderTheOffsetsAndTheBlocksItNeeds) {
   auto codec = MakeBytesCodec(BloscSpec{"lz4", 5, 1, 8192, 0}, 8);
   ASSERT_TRUE(codec.ok());

@@ -41,6 +41,18 @@ Result<Buffer> InflateToNewBuffer(std::span<const std::byte> input, bool gzip, M
 Result<Buffer> ZstdDecompressToNewBuffer(std::span<const std::byte> input, MemoryPool& pool);
 Result<Buffer> Bz2DecompressToNewBuffer(std::span<const std::byte> input, MemoryPool& pool);
 
+// Decompresses the zstd frame `input` into `output` with this thread's
+// context: the number of bytes decoded, or DataLoss (corrupt, or more than
+// `output` holds).
+Result<int64_t> ZstdDecompressInto(std::span<const std::byte> input, std::span<std::byte> output);
+
+// Byte unshuffle, as numcodecs.Shuffle and blosc's shuffle filter undo it:
+// byte j of element i of `out` is byte j * count + i of `in`, for the count
+// = size / typesize whole elements; the size % typesize bytes after them are
+// copied as they are (blosc's rule). `in` and `out` have the same size and
+// do not overlap.
+void Unshuffle(int typesize, std::span<const std::byte> in, std::span<std::byte> out);
+
 // DataLoss "<codec>: encoded chunk decodes to <actual> bytes, expected <expected>".
 Status DecodedSizeMismatch(std::string_view codec, int64_t actual, int64_t expected);
 

@@ -516,6 +516,31 @@ TEST(NumcodecsKnownAnswerTest, ShuffleGroupsBytesBySignificance) {
             StatusCode::kDataLoss);
 }
 
+TEST(UnshuffleTest, MatchesTheDefinitionForEveryElementSizeLengthAndAlignment) {
+  // The SSE2 paths (2, 4, 8 bytes) take 16 elements at a time: lengths
+  // around multiples of 16 elements, with leftover bytes, at odd addresses.
+  for (int ts : {1, 2, 3, 4, 5, 8, 12, 16}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16} * ts, size_t{16} * ts + 1,
+                     size_t{33} * ts + ts - 1, size_t{1000} * ts + 3}) {
+      for (size_t offset : {0, 1, 3}) {
+        const auto bytes = TestBytes(n + offset, ts * 1000 + n, DataKind::kRandom);
+        const std::span<const std::byte> in(bytes.data() + offset, n);
+        std::vector<std::byte> out(n + offset, std::byte{0xee});
+        Unshuffle(ts, in, {out.data() + offset, n});
+        const size_t count = n / ts;
+        for (size_t i = 0; i < count; ++i) {
+          for (size_t j = 0; j < static_cast<size_t>(ts); ++j) {
+            ASSERT_EQ(out[offset + i * ts + j], in[j * count + i])
+                << "typesize " << ts << " n " << n << " element " << i << " byte " << j;
+          }
+        }
+        for (size_t k = count * ts; k < n; ++k) ASSERT_EQ(out[offset + k], in[k]) << "leftover";
+        for (size_t k = 0; k < offset; ++k) ASSERT_EQ(out[k], std::byte{0xee}) << "before";
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- framing
 
 uint32_t LoadLe32(const std::vector<std::byte>& b, size_t offset) {

@@ -126,6 +126,15 @@ class ZstdCodec final : public BytesCodec {
 
 }  // namespace
 
+Result<int64_t> ZstdDecompressInto(std::span<const std::byte> input, std::span<std::byte> output) {
+  ZSTD_DCtx* dctx = ThreadDCtx();
+  if (dctx == nullptr) return ResourceExhaustedError("zstd: cannot create a decompression context");
+  const size_t decoded = ZSTD_decompressDCtx(dctx, DataOrEmpty(output), output.size(),
+                                             DataOrEmpty(input), input.size());
+  if (ZSTD_isError(decoded)) return CorruptFrame(decoded);
+  return static_cast<int64_t>(decoded);
+}
+
 Result<Buffer> ZstdDecompressToNewBuffer(std::span<const std::byte> input, MemoryPool& pool) {
   ZSTD_DCtx* dctx = ThreadDCtx();
   if (dctx == nullptr) return ResourceExhaustedError("zstd: cannot create a decompression context");
