@@ -71,41 +71,16 @@ Lines LinesOf(const Shape& shape, int axis) {
   return l;
 }
 
-// A contiguous view of `v` (a copy from `pool` when it is strided).
-Result<ConstArrayView> Dense(const ConstArrayView& v, MemoryPool& pool, NDArray& keep) {
-  if (v.is_contiguous()) return v;
-  STRATA_ASSIGN_OR_RETURN(keep, NDArray::CopyOf(pool, v));
-  return ConstArrayView(keep.view());
-}
-
-// One row of a scan: dst[j] = prev[j] (+) x[j] (prev null: x[j] itself), or,
-// in place, acc[j] = acc[j] (+) x[j]; NaN taken as the identity when
-// skipping. The rows never overlap x, and dst never overlaps prev, so the
-// loops vectorise (the per-element branches of a generic loop did not: the
-// scan was the largest user-space cost of cumsum over 200 MB blocks).
+// Rows of a scan (FoldRow below, ScanRowInPlace): NaN taken as the identity
+// when skipping. The rows never overlap each other, so the loops vectorise
+// (the per-element branches of a generic loop did not: the scan was the
+// largest user-space cost of cumsum over 200 MB blocks).
 template <typename T>
 T Lifted(T v, ScanKind k) {
   return k.skip_nan && IsNanValue(v) ? Identity<T>(k.product) : v;
 }
 
-template <typename T>
-void ScanRow(const T* __restrict prev, const T* __restrict x, T* __restrict dst, Index n,
-             ScanKind k) {
-  if (prev == nullptr) {
-    if (k.skip_nan) {
-      for (Index j = 0; j < n; ++j) dst[j] = Lifted(x[j], k);
-    } else {
-      for (Index j = 0; j < n; ++j) dst[j] = x[j];
-    }
-  } else if (k.skip_nan) {
-    for (Index j = 0; j < n; ++j) dst[j] = Apply(k.product, prev[j], Lifted(x[j], k));
-  } else if (k.product) {
-    for (Index j = 0; j < n; ++j) dst[j] = Apply(true, prev[j], x[j]);
-  } else {
-    for (Index j = 0; j < n; ++j) dst[j] = Apply(false, prev[j], x[j]);
-  }
-}
-
+// acc[j] = acc[j] (+) x[j].
 template <typename T>
 void FoldRow(T* __restrict acc, const T* __restrict x, Index n, ScanKind k) {
   if (k.skip_nan) {
@@ -117,26 +92,52 @@ void FoldRow(T* __restrict acc, const T* __restrict x, Index n, ScanKind k) {
   }
 }
 
-// out[o, 0, j] = x[o, 0, j] (+) carry[o, j] ... along the middle axis; or,
-// with `totals`, out[o, j] = fold of x[o, :, j].
+// acc[j] = prev[j] (+) acc[j] (prev null: acc[j] itself), NaN taken as the
+// identity when skipping: ScanRow with x the destination itself, the
+// operands in the same order (so the same bits).
 template <typename T>
-void ScanLines(const T* x, const T* carry, T* out, const Lines& l, ScanKind k, bool totals) {
-  for (Index o = 0; o < l.outer; ++o) {
-    const T* xo = x + o * l.n * l.inner;
-    if (totals) {
-      T* row = out + o * l.inner;
-      for (Index j = 0; j < l.inner; ++j) row[j] = Identity<T>(k.product);
-      for (Index i = 0; i < l.n; ++i) FoldRow(row, xo + i * l.inner, l.inner, k);
-      continue;
+void ScanRowInPlace(const T* __restrict prev, T* __restrict acc, Index n, ScanKind k) {
+  if (prev == nullptr) {
+    if (k.skip_nan) {
+      for (Index j = 0; j < n; ++j) acc[j] = Lifted(acc[j], k);
     }
+  } else if (k.skip_nan) {
+    for (Index j = 0; j < n; ++j) acc[j] = Apply(k.product, prev[j], Lifted(acc[j], k));
+  } else if (k.product) {
+    for (Index j = 0; j < n; ++j) acc[j] = Apply(true, prev[j], acc[j]);
+  } else {
+    for (Index j = 0; j < n; ++j) acc[j] = Apply(false, prev[j], acc[j]);
+  }
+}
+
+// The scan of x along the middle axis of `l`, in place: x[o, i, j] becomes
+// x[o, i - 1, j] (+) x[o, i, j], the row before the first being carry[o, j]
+// (null: none).
+template <typename T>
+void ScanLinesInPlace(T* x, const T* carry, const Lines& l, ScanKind k) {
+  for (Index o = 0; o < l.outer; ++o) {
+    T* xo = x + o * l.n * l.inner;
     for (Index i = 0; i < l.n; ++i) {
-      T* dst = out + (o * l.n + i) * l.inner;
-      const T* prev =
-          i == 0 ? (carry ? carry + o * l.inner : nullptr) : out + (o * l.n + i - 1) * l.inner;
-      ScanRow(prev, xo + i * l.inner, dst, l.inner, k);
+      const T* prev = i == 0 ? (carry ? carry + o * l.inner : nullptr) : xo + (i - 1) * l.inner;
+      ScanRowInPlace(prev, xo + i * l.inner, l.inner, k);
     }
   }
 }
+
+// out[o, j] = fold of x[o, :, j]: the total of each line of a block.
+template <typename T>
+void TotalLines(const T* x, T* out, const Lines& l, ScanKind k) {
+  for (Index o = 0; o < l.outer; ++o) {
+    const T* xo = x + o * l.n * l.inner;
+    T* row = out + o * l.inner;
+    for (Index j = 0; j < l.inner; ++j) row[j] = Identity<T>(k.product);
+    for (Index i = 0; i < l.n; ++i) FoldRow(row, xo + i * l.inner, l.inner, k);
+  }
+}
+
+// The most bytes of a block one step of its totals reads (a strip along its
+// first axis; one index of that axis at least).
+constexpr int64_t kTotalsStripBytes = int64_t{32} << 20;
 
 int ChooseSplit(int64_t state_bytes, const Spec& spec) {
   const int64_t budget = internal_api::TaskMemoryBudget(spec);
@@ -165,8 +166,6 @@ Array Scan(const Array& x_in, std::optional<int> axis_in, std::optional<DType> d
   const ChunkGrid& grid = x.chunks();
   const Index nb = grid.grid_shape()[axis];
   const int rank = x.ndim();
-  const int64_t copy_bytes =
-      x.node()->kind == NodeKind::kMemorySource ? x.node()->max_block_bytes() : 0;
   auto other_sizes = [&](const ChunkGrid& g, std::vector<Index> along) {
     std::vector<std::vector<Index>> s(rank);
     for (int d = 0; d < rank; ++d) s[d] = d == axis ? along : g.AxisChunkSizes(d);
@@ -178,22 +177,65 @@ Array Scan(const Array& x_in, std::optional<int> axis_in, std::optional<DType> d
     // 1. Per-block totals.
     std::vector<std::vector<Index>> tsizes = other_sizes(grid, std::vector<Index>(nb, 1));
     ChunkGrid tgrid = GridFromSizes(tsizes);
-    BlockFunction totals = [t, axis, kind](const BlockRequest& r) -> Result<NDArray> {
+    // A block's totals are folded strip by strip (along its first axis)
+    // from its input read in parts: a Zarr chunk's blosc blocks a few at a
+    // time, never the block decoded whole (it is read whole again, into the
+    // output, by the final pass).
+    Index slab_elements = 1;  // of one index along the first axis, at most
+    for (int d = 1; d < rank; ++d) {
+      const std::vector<Index> s = grid.AxisChunkSizes(d);
+      slab_elements *= s.empty() ? 0 : *std::max_element(s.begin(), s.end());
+    }
+    const int64_t slab_bytes = std::max<int64_t>(1, slab_elements * t.size());
+    const Index strip_rows = std::max<Index>(1, kTotalsStripBytes / slab_bytes);
+    const int64_t strip_bytes =
+        std::min(x.node()->max_block_bytes(), strip_rows * slab_elements * t.size());
+    BlockFunction totals = [t, axis, kind, strip_rows](const BlockRequest& r) -> Result<NDArray> {
       STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, t, r.box.shape));
-      NDArray keep;
-      STRATA_ASSIGN_OR_RETURN(ConstArrayView in, Dense(r.inputs[0][0].view, *r.pool, keep));
-      const Lines l = LinesOf(in.shape(), axis);
+      const InputBlock& b = r.inputs[0][0];
+      const Index rows = b.box.shape[0];
+      const Index step = std::min(strip_rows, rows);
+      Shape strip_shape = b.box.shape;
+      strip_shape[0] = step;
+      NDArray strip;
+      if (step > 0) {
+        STRATA_ASSIGN_OR_RETURN(strip, NDArray::Allocate(*r.pool, t, strip_shape));
+      }
+      // Along the first axis the strips fold into one accumulator, in the
+      // order of a fold over the whole block (so the same bits).
       VisitDType(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (!std::is_same_v<T, bool>) {
-          ScanLines<T>(reinterpret_cast<const T*>(in.data()), nullptr, out.data_as<T>(), l, kind,
-                       true);
+          if (axis == 0)
+            std::fill_n(out.data_as<T>(), out.num_elements(), Identity<T>(kind.product));
         }
       });
+      for (Index i0 = 0; i0 < rows; i0 += step) {
+        Box part = b.box;
+        part.origin[0] += i0;
+        part.shape[0] = std::min(step, rows - i0);
+        const ArrayView sv = strip.view().Slice(Box::FromShape(part.shape));
+        STRATA_RETURN_IF_ERROR(r.read_part(0, b, part, sv));
+        const Lines l = LinesOf(part.shape, axis);
+        VisitDType(t, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          if constexpr (!std::is_same_v<T, bool>) {
+            const T* in = reinterpret_cast<const T*>(sv.data());
+            if (axis == 0) {
+              for (Index i = 0; i < l.n; ++i)
+                FoldRow(out.data_as<T>(), in + i * l.inner, l.inner, kind);
+            } else {
+              TotalLines<T>(in, out.data_as<T>() + i0 * (out.num_elements() / rows), l, kind);
+            }
+          }
+        });
+      }
       return out;
     };
-    Array level = MakeBlockwise(std::string(kind.name) + "-totals", tgrid.shape(), t, tgrid, {x},
-                                {identity_maps(grid)}, std::move(totals), copy_bytes, x.spec());
+    Array level =
+        MakeBlockwise(std::string(kind.name) + "-totals", tgrid.shape(), t, tgrid, {x},
+                      {identity_maps(grid)}, std::move(totals), strip_bytes, x.spec(),
+                      NodeKind::kBlockwise, [](Node& node) { node.partial_inputs = {true}; });
     // 2. Up-sweep: totals of split consecutive blocks, until one is left.
     const int64_t state_bytes = level.node()->max_block_bytes();
     const int split = ChooseSplit(state_bytes, *x.spec());
@@ -280,27 +322,29 @@ Array Scan(const Array& x_in, std::optional<int> axis_in, std::optional<DType> d
     inputs.push_back(carry);
     maps.push_back(identity_maps(carry.chunks()));
   }
+  // The block is read straight into the output (its input is a partial
+  // input read whole: a Zarr chunk decodes into it) and scanned in place:
+  // no second block per task, and no fresh one to fault in.
   BlockFunction fn = [t, axis, kind](const BlockRequest& r) -> Result<NDArray> {
     STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, t, r.box.shape));
     if (out.num_elements() == 0) return out;
-    NDArray keep;
-    STRATA_ASSIGN_OR_RETURN(ConstArrayView in, Dense(r.inputs[0][0].view, *r.pool, keep));
+    STRATA_RETURN_IF_ERROR(r.read_part(0, r.inputs[0][0], r.inputs[0][0].box, out.view()));
     // The first block starts the scan itself (numpy's first element is x[0],
     // not identity (+) x[0]: they differ for complex NaN products).
     const std::byte* c =
         r.inputs.size() > 1 && r.block[axis] > 0 ? r.inputs[1][0].view.data() : nullptr;
-    const Lines l = LinesOf(in.shape(), axis);
+    const Lines l = LinesOf(out.shape(), axis);
     VisitDType(t, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, bool>) {
-        ScanLines<T>(reinterpret_cast<const T*>(in.data()), reinterpret_cast<const T*>(c),
-                     out.data_as<T>(), l, kind, false);
+        ScanLinesInPlace<T>(out.data_as<T>(), reinterpret_cast<const T*>(c), l, kind);
       }
     });
     return out;
   };
   result = MakeBlockwise(kind.name, x.shape(), t, grid, std::move(inputs), std::move(maps),
-                         std::move(fn), copy_bytes, x.spec());
+                         std::move(fn), 0, x.spec(), NodeKind::kBlockwise,
+                         [](Node& node) { node.partial_inputs = {true}; });
   if (!include_initial) return result;
   std::vector<IndexItem> first(rank, IndexItem(Slice{}));
   first[axis] = IndexItem(Slice{0, 1});
@@ -322,60 +366,74 @@ Array DiffOnce(const Array& x, int axis) {
   std::vector<Index> sizes = grid.AxisChunkSizes(axis);
   sizes.back() -= 1;
   if (sizes.back() == 0) sizes.pop_back();
-  std::vector<std::vector<Index>> table(sizes.size());
-  Index o = 0;
+  // Output block k (rows [o, o + n)) reads rows [o, o + n + 1): rows
+  // [o, o + n) of input block k, and row o + n, of the same block (the last)
+  // or the first of block k + 1. Both are read as parts
+  // (Node::partial_inputs): rows [o, o + n) straight into the output, which
+  // is then differenced in place, and the one row from the next block, not
+  // that block decoded whole. (Obtaining both blocks whole decoded twice the
+  // input of a diff along a chunked axis and held three blocks per task.)
+  std::vector<std::vector<Index>> own(sizes.size()), next(sizes.size());
   for (size_t k = 0; k < sizes.size(); ++k) {
-    auto [k0, k1] = grid.BlocksIntersecting(axis, o, o + sizes[k] + 1);
-    for (Index b = k0; b < k1; ++b) table[k].push_back(b);
-    o += sizes[k];
+    own[k] = {static_cast<Index>(k)};
+    if (grid.block_size(axis, static_cast<Index>(k)) == sizes[k]) {
+      next[k] = {static_cast<Index>(k) + 1};
+    }
   }
   std::vector<std::vector<Index>> out_sizes(x.ndim());
-  InputMap map = InputMap::IdentityMap(grid.grid_shape());
   for (int d = 0; d < x.ndim(); ++d) out_sizes[d] = d == axis ? sizes : grid.AxisChunkSizes(d);
-  map.axes[axis] = AxisMap::Table(axis, table, grid.grid_shape()[axis]);
+  InputMap own_map = InputMap::IdentityMap(grid.grid_shape());
+  own_map.axes[axis] = AxisMap::Table(axis, own, grid.grid_shape()[axis]);
+  InputMap next_map = InputMap::IdentityMap(grid.grid_shape());
+  next_map.axes[axis] = AxisMap::Table(axis, next, grid.grid_shape()[axis]);
   const DType dtype = x.dtype();
   const BinaryOp op = dtype.is_bool() ? BinaryOp::kNotEqual : BinaryOp::kSubtract;
-  // Straight from the input blocks into the output: within a block, its rows
-  // 1.. minus its rows ..-1; across a block's end, the next block's first row
-  // minus its last. (Assembling the block and a row first cost a copy of the
-  // block, a fresh buffer to fault in, per task.)
   BlockFunction fn = [dtype, axis, op](const BlockRequest& r) -> Result<NDArray> {
     STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, dtype, r.box.shape));
-    const Index o = r.box.origin[axis];
     const Index n = r.box.shape[axis];
-    const std::vector<InputBlock>& blocks = r.inputs[0];
-    // Rows [from, from + count) (array positions along axis) of a view whose
-    // first row is at `origin`.
-    auto rows = [axis](const auto& view, Index origin, Index from, Index count) {
+    // Rows [from, from + count) of `view` (positions in the view).
+    auto rows = [axis](const auto& view, Index from, Index count) {
       Box box = Box::FromShape(view.shape());
-      box.origin[axis] = from - origin;
+      box.origin[axis] = from;
       box.shape[axis] = count;
       return view.Slice(box);
     };
+    const InputBlock& own = r.inputs[0][0];
+    Box part = own.box;
+    part.shape[axis] = n;
+    STRATA_RETURN_IF_ERROR(r.read_part(0, own, part, out.view()));
+    // Row o + n.
+    const bool in_next = !r.inputs[1].empty();
+    const InputBlock& holder = in_next ? r.inputs[1][0] : own;
+    part = holder.box;
+    part.origin[axis] = own.box.origin[axis] + n;
+    part.shape[axis] = 1;
+    STRATA_ASSIGN_OR_RETURN(NDArray row, NDArray::Allocate(*r.pool, dtype, part.shape));
+    STRATA_RETURN_IF_ERROR(r.read_part(in_next ? 1 : 0, holder, part, row.view()));
+    // Row i becomes row i + 1 minus row i, in increasing i: row i + 1 is
+    // still the input's when row i is written. (An input may be the output
+    // itself, not a view overlapping it partly: one row at a time.)
     const ArrayView dst = out.view();
-    for (size_t k = 0; k < blocks.size(); ++k) {
-      const InputBlock& b = blocks[k];
-      const Index b0 = b.box.origin[axis];
-      const Index last = b.box.end(axis) - 1;
-      const Index lo = std::max(o, b0);
-      const Index hi = std::min(o + n, last);
-      if (hi > lo) {
-        STRATA_RETURN_IF_ERROR(ApplyBinary(op, rows(b.view, b0, lo + 1, hi - lo),
-                                           rows(b.view, b0, lo, hi - lo),
-                                           rows(dst, o, lo, hi - lo)));
-      }
-      if (last >= o && last < o + n) {
-        STRATA_CHECK(k + 1 < blocks.size()) << "diff: no block after position " << last;
-        const InputBlock& next = blocks[k + 1];
-        STRATA_RETURN_IF_ERROR(ApplyBinary(op, rows(next.view, next.box.origin[axis], last + 1, 1),
-                                           rows(b.view, b0, last, 1), rows(dst, o, last, 1)));
-      }
+    for (Index i = 0; i + 1 < n; ++i) {
+      STRATA_RETURN_IF_ERROR(
+          ApplyBinary(op, rows(dst, i + 1, 1), rows(dst, i, 1), rows(dst, i, 1)));
     }
+    STRATA_RETURN_IF_ERROR(ApplyBinary(op, row.view(), rows(dst, n - 1, 1), rows(dst, n - 1, 1)));
     return out;
   };
   ChunkGrid g = GridFromSizes(out_sizes);
-  return MakeBlockwise("diff", g.shape(), dtype, g, {x}, {std::move(map)}, std::move(fn), 0,
-                       x.spec());
+  // The row o + n.
+  int64_t row_bytes = dtype.size();
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (d == axis) continue;
+    const std::vector<Index> s = grid.AxisChunkSizes(d);
+    row_bytes *= s.empty() ? 0 : *std::max_element(s.begin(), s.end());
+  }
+  return MakeBlockwise("diff", g.shape(), dtype, g, {x, x},
+                       {std::move(own_map), std::move(next_map)}, std::move(fn), row_bytes,
+                       x.spec(), NodeKind::kBlockwise, [](Node& node) {
+                         node.partial_inputs = {true, true};
+                       });
 }
 
 // prepend/append as an array of x's shape off `axis`.

@@ -10,6 +10,8 @@
 
 #include "strata/api/numpy_oracle.h"
 #include "strata/api/test_util.h"
+#include "strata/base/temp_dir.h"
+#include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -195,10 +197,10 @@ TEST(ScansTest, TreeCarryReadsFewBlocksAndNeverRechunks) {
 }
 
 TEST(ScansTest, DiffReadsTwoBlocksAndCopiesNeither) {
-  // diff along a chunked axis: each task holds its block and the next (for
-  // one row) and writes the output straight from them, with no assembled
-  // copy of the block; values against the element-wise difference, over a
-  // ragged last block, along the first and the last axis.
+  // diff along a chunked axis: each task reads its block into the output and
+  // one row of the next, with no assembled copy of the block; values against
+  // the element-wise difference, over a ragged last block, along the first
+  // and the last axis.
   const Shape shape = {2300, 400};  // 1.6 MB blocks
   Array x = random::random(shape, {500, 400}, 3, SmallSpec());
   const NDArray whole = Compute(x);
@@ -231,6 +233,56 @@ TEST(ScansTest, DiffReadsTwoBlocksAndCopiesNeither) {
         ASSERT_EQ(got->data_as<double>()[i * out_shape[1] + j], want) << i << " " << j;
       }
     }
+  }
+}
+
+TEST(ScansTest, DiffAndCumsumOfZarrDecodeIntoTheOutput) {
+  // Over a blosc Zarr source chunked along the axis (issue 16's climate
+  // layout, small): diff decodes each chunk once, into its output block,
+  // plus one row of the next chunk (its blosc blocks, not the chunk), and the
+  // final pass of cumulative_sum decodes into its output too; so no task
+  // holds two decoded blocks. Values against the computation from memory.
+  TempDir dir;
+  const Shape shape = {6 * 20 + 1, 100, 250}, chunks = {20, 100, 250};  // 4 MB chunks
+  const std::string path = dir.path() + "/x.zarr";
+  Result<NDArray> w = compute(to_zarr(random::random(shape, chunks, 9), path));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  Spec spec = SmallSpec();
+  spec.workers = 1;
+  spec.backup_tasks = false;  // bytes read are counted
+  Array x = from_zarr(path, spec);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  const int64_t block = x.node()->max_block_bytes();
+  const NDArray whole = Compute(x);
+  for (bool cumsum : {false, true}) {
+    auto rec = std::make_shared<testing_util::RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Array y = cumsum ? cumulative_sum(x, 0) : diff(x, 0);
+    Result<NDArray> got = compute(y, options);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    rec->ExpectWithinBudget();
+    for (const TaskEndEvent& e : rec->events) {
+      if (e.op_name != "diff" && e.op_name != "cumulative_sum") continue;
+      // The output block and the encoded chunk being decoded into it (or
+      // the one row and its blosc blocks): never a second decoded block
+      // (which made three blocks).
+      EXPECT_LT(e.measured_peak, 5 * block / 2) << e.op_name << " " << ShapeToString(e.block);
+    }
+    if (!cumsum) {
+      // Each chunk read once, and the blosc blocks holding the first row of
+      // six of them again (every chunk but the first twice, before).
+      Result<StoreAndPrefix> at = OpenStoreUrl(path, false);
+      ASSERT_TRUE(at.ok());
+      Result<std::shared_ptr<ZarrArray>> z = ZarrArray::Open(at->store, at->prefix);
+      ASSERT_TRUE(z.ok());
+      Result<ZarrArray::StoredChunks> stored = (*z)->CountStoredChunks();
+      ASSERT_TRUE(stored.ok());
+      EXPECT_LT(rec->summary.zarr_bytes_read, stored->bytes * 3 / 2);
+    }
+    const Array from_memory = Lazy(whole, chunks);
+    NDArray want = Compute(cumsum ? cumulative_sum(from_memory, 0) : diff(from_memory, 0));
+    ExpectArrayNear(*got, want, 0, 0, cumsum ? "cumsum" : "diff");
   }
 }
 

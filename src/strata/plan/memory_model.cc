@@ -88,8 +88,9 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
       staged = Obtain(in, root).peak;
     } else if (in_op.tier == Tier::kObject) {
       // One ranged GET at a time, of at most one stored block.
-      staged = in_op.stored_grid ? in_op.stored_grid->max_block_elements() * in_op.node->dtype.size()
-                                 : in_op.node->max_block_bytes();
+      staged = in_op.stored_grid
+                   ? in_op.stored_grid->max_block_elements() * in_op.node->dtype.size()
+                   : in_op.node->max_block_bytes();
     }
     return {block + staged, block};
   }
@@ -102,7 +103,28 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
   }
   Cost c = Gather(node, root);
   const int64_t out = node.kind == NodeKind::kStore ? 0 : block;
-  return {std::max(c.peak, c.held + node.extra_mem + out), out};
+  // Partial inputs are read while the op runs, its output and the parts it
+  // reads into (extra_mem) allocated: one read at a time.
+  int64_t part = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.partial_input(i)) part = std::max(part, PartReadPeak(*node.inputs[i], root));
+  }
+  return {std::max(c.peak, c.held + node.extra_mem + out + part), out};
+}
+
+int64_t MemoryModel::PartReadPeak(const Node& given, int root) const {
+  // As TaskRunner::ReadPart reads.
+  const PlannedOp& op = OpOf(given);
+  const Node& node = *op.node;
+  if (op.materialized && op.index != root) {
+    return op.tier == Tier::kObject ? node.max_block_bytes() : 0;
+  }
+  // ReadChunkPart decodes at most the whole chunk, into a temporary.
+  if (node.kind == NodeKind::kZarrSource && !node.zarr->is_sharded()) {
+    return ZarrChunkReadBytes(node);
+  }
+  if (node.kind == NodeKind::kVirtual && node.virtual_fill) return 0;
+  return Obtain(node, root).peak;  // obtained whole, released after the copy
 }
 
 bool MemoryModel::StreamableHere(const Node& given) const {
@@ -135,6 +157,7 @@ MemoryModel::Cost MemoryModel::StreamCost(const Node& given, int root,
 MemoryModel::Cost MemoryModel::Gather(const Node& node, int root) const {
   Cost total;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.partial_input(i)) continue;  // read while the op runs
     Cost each = Obtain(*node.inputs[i], root);
     const int64_t n = MaxInputs(node.maps[i]);
     // Blocks are gathered one after another; all are held until computing.
@@ -174,8 +197,8 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
   return Obtain(in, root).peak;  // the whole block, held for the task
 }
 
-void MemoryModel::Leaves(const Node& given, int root,
-                         std::unordered_map<const Node*, int64_t>& out, int64_t mult) const {
+void MemoryModel::Leaves(const Node& given, int root, std::unordered_map<const Node*, int64_t>& out,
+                         int64_t mult) const {
   const Node& node = *OpOf(given).node;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const PlannedOp& in = OpOf(*node.inputs[i]);

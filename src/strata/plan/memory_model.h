@@ -101,6 +101,9 @@ class MemoryModel {
   bool StreamableHere(const Node& node) const;
   Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
   Cost Gather(const Node& node, int root) const;
+  // The peak of one read through BlockRequest::read_part of a block of
+  // partial input `in` (beyond the part itself, which the op allocates).
+  int64_t PartReadPeak(const Node& in, int root) const;
   // A store task of a sharded target fills one inner chunk at a time: the
   // cost of computing one region of `region_bytes` of its input there.
   int64_t InputRegionPeak(const Node& in, int root, int64_t region_bytes) const;

@@ -32,6 +32,7 @@ std::shared_ptr<const Node> MakeNode(Node node) {
         << node.op_name << ": map " << i << " has " << node.maps[i].axes.size()
         << " axes for an input of rank " << node.inputs[i]->grid.rank();
   }
+  STRATA_CHECK(node.partial_inputs.size() <= node.inputs.size()) << node.op_name;
   STRATA_CHECK(node.grid.shape() == node.shape) << node.op_name;
   node.id = NextNodeId();
   if (node.name.empty()) node.name = NodeName(node.id);

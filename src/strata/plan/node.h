@@ -64,6 +64,13 @@ struct BlockRequest {
   // region of that input block (in block coordinates) into `out`, without
   // materialising the whole block.
   std::function<Status(const Box& region, const ArrayView& out)> compute_region;
+  // Set for nodes with `partial_inputs`: reads `region` (array coordinates,
+  // inside the box of input block `block` of node input `input`) into `out`
+  // (from the pool above), from where the block lives: a Zarr chunk's stored
+  // bytes holding the region, a tier's region, a fused chain computed for it.
+  std::function<Status(size_t input, const InputBlock& block, const Box& region,
+                       const ArrayView& out)>
+      read_part;
 };
 
 // Computes an elementwise op on views already broadcast to `out`'s shape.
@@ -71,7 +78,6 @@ using RegionFunction =
     std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
 // Fills any box (in array coordinates) of a virtual array.
 using FillFunction = std::function<Status(const Box& box, const ArrayView& out)>;
-
 
 // Returns the output block (shape == request.box.shape, dtype == the node's).
 using BlockFunction = std::function<Result<NDArray>(const BlockRequest&)>;
@@ -117,6 +123,15 @@ struct Node {
   bool keep_materialized = false;
   // Scratch memory a task of this op needs beyond its inputs and output.
   int64_t extra_mem = 0;
+  // One flag per input (empty: none). A flagged input's blocks are not
+  // obtained for a task: its InputBlocks have empty views and the op reads
+  // the parts it needs through BlockRequest::read_part (diff's one row of
+  // the next block), so a task never decodes or holds such a block whole
+  // where it can read a part (an unsharded Zarr source, a tier, a streamable
+  // chain). The op allocates what it reads into from the task's pool and
+  // counts it in extra_mem.
+  std::vector<bool> partial_inputs;
+  bool partial_input(size_t i) const { return i < partial_inputs.size() && partial_inputs[i]; }
   // Non-empty: this op's function can run only in the calling process (it
   // calls back into the caller's Python interpreter, say), so the planner
   // refuses it on the processes and mpi executors, giving this reason.

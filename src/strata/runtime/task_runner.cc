@@ -80,6 +80,10 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
     const Node& in = Resolve(*node.inputs[i]);
     ForEachInputBlock(node.maps[i], block, [&](std::span<const Index> k) {
       if (!status.ok()) return;
+      if (node.partial_input(i)) {  // read through read_part
+        request.inputs[i].push_back({Shape(k.begin(), k.end()), in.grid.BlockBox(k), {}});
+        return;
+      }
       Result<BlockView> held = Obtain(in, k, frame);
       if (!held.ok()) {
         status = held.status();
@@ -90,6 +94,12 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
     });
   }
   STRATA_RETURN_IF_ERROR(status);
+  if (!node.partial_inputs.empty()) {
+    request.read_part = [this, &node, &frame](size_t i, const InputBlock& b, const Box& region,
+                                              const ArrayView& out) {
+      return ReadPart(Resolve(*node.inputs[i]), b.block, region, out, frame);
+    };
+  }
   Result<NDArray> out = node.fn(request);
   if (!out.ok()) return out.status().WithContext(fmt::format("{} ({})", node.op_name, node.name));
   if (out->shape() != box.shape || out->dtype() != node.dtype) {
@@ -115,8 +125,8 @@ Result<BlockView> TaskRunner::Obtain(const Node& given, std::span<const Index> b
     if (it == frame.fetched.end()) {
       IntermediateStore* tier = tiers_[index].get();
       if (!tier) {
-        return InternalError(fmt::format("{} has no tier to read block {} from", node.name,
-                                         BlockName(block)));
+        return InternalError(
+            fmt::format("{} has no tier to read block {} from", node.name, BlockName(block)));
       }
       STRATA_ASSIGN_OR_RETURN(BlockView held, tier->View(block, *frame.pool));
       it = frame.fetched.emplace(std::move(key), std::move(held)).first;
@@ -149,8 +159,8 @@ Result<NDArray> TaskRunner::NewOutput(const Node& node, std::span<const Index> b
   return NDArray::Allocate(*frame.pool, node.dtype, shape);
 }
 
-Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> block,
-                                     const Box& box, Frame& frame) {
+Result<NDArray> TaskRunner::Exchange(const Node& node, std::span<const Index> block, const Box& box,
+                                     Frame& frame) {
   // Gathers exactly the slices of the input blocks this block overlaps,
   // straight into the output: from the input's tier when it is materialized
   // (a copy from RAM or a pread per run from a file), else one input block
@@ -200,8 +210,8 @@ Status TaskRunner::ExchangeInto(const Node& node, std::span<const Index> block, 
   return Status::Ok();
 }
 
-Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block,
-                               const Box& region, const ArrayView& out, Frame& frame) {
+Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block, const Box& region,
+                               const ArrayView& out, Frame& frame) {
   const int index = plan_.IndexOf(&given);
   const PlannedOp& op = plan_.ops()[index];
   const Node& node = *op.node;
@@ -224,6 +234,27 @@ Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block,
     it = frame.stream_leaves.emplace(std::move(key), std::move(held)).first;
   }
   CopyArray(it->second.view.Slice(Translate(region, kbox.origin)), out);
+  return Status::Ok();
+}
+
+Status TaskRunner::ReadPart(const Node& given, std::span<const Index> block, const Box& region,
+                            const ArrayView& out, Frame& frame) {
+  const PlannedOp& op = OpOf(given);
+  const Node& node = *op.node;
+  const Box kbox = node.grid.BlockBox(block);
+  if (op.materialized && op.index != frame.root) {
+    std::vector<IntermediateStore::RegionRead> reads;
+    reads.push_back({Shape(block.begin(), block.end()), Translate(region, kbox.origin), out});
+    return tiers_[op.index]->GetRegions(reads);
+  }
+  if (node.kind == NodeKind::kZarrSource && !node.zarr->is_sharded()) {
+    // Only the stored bytes holding the region, where the codec decodes runs.
+    return node.zarr->ReadChunkPart(block, region, out, *frame.pool).status();
+  }
+  if (node.kind == NodeKind::kVirtual && node.virtual_fill) return node.virtual_fill(region, out);
+  // Anything else is computed whole for the part and released.
+  STRATA_ASSIGN_OR_RETURN(BlockView held, Obtain(node, block, frame));
+  CopyArray(held.view.Slice(Translate(region, kbox.origin)), out);
   return Status::Ok();
 }
 
@@ -422,7 +453,8 @@ Status TaskRunner::WriteStoreBlock(const Node& node, std::span<const Index> bloc
   Shape c = first;
   while (true) {
     const Box cbox = chunks.BlockBox(c);
-    STRATA_RETURN_IF_ERROR(array.WriteChunk(c, data.Slice(Translate(cbox, box.origin)), *frame.pool));
+    STRATA_RETURN_IF_ERROR(
+        array.WriteChunk(c, data.Slice(Translate(cbox, box.origin)), *frame.pool));
     int i = static_cast<int>(c.size()) - 1;
     for (; i >= 0; --i) {
       if (++c[i] < last[i]) break;
@@ -434,8 +466,7 @@ Status TaskRunner::WriteStoreBlock(const Node& node, std::span<const Index> bloc
 }
 
 Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
-                       const std::function<bool()>& superseded,
-                       std::optional<NDArray>* kept) {
+                       const std::function<bool()>& superseded, std::optional<NDArray>* kept) {
   const PlannedOp& op = plan_.ops()[task.op];
   const Node& node = *op.node;
   Shape block(node.grid.rank());
@@ -454,9 +485,9 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
   STRATA_RETURN_IF_ERROR(check());
   Frame frame;
   frame.root = task.op;
-  frame.pool = pool_->NewChild(
-      {fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
-       plan_.spec().allowed_mem});
+  frame.pool =
+      pool_->NewChild({fmt::format("task {} of {} ({})", BlockName(block), node.op_name, node.name),
+                       plan_.spec().allowed_mem});
   auto t0 = Clock::now();
   const int64_t read_before = ThreadZarrBytesRead();
   const ZarrTarget* target = node.kind == NodeKind::kStore ? node.target.get() : nullptr;

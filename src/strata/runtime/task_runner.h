@@ -20,9 +20,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -74,8 +74,7 @@ class TaskRunner {
   // for an executor that keeps blocks itself (dask: the block is the Dask
   // task's result); disk and object blocks are stored as always.
   Status Run(const TaskId& task, int attempt, TaskFigures* figures,
-             const std::function<bool()>& superseded = {},
-             std::optional<NDArray>* kept = nullptr);
+             const std::function<bool()>& superseded = {}, std::optional<NDArray>* kept = nullptr);
 
   double Seconds(Clock::time_point t) const {
     return std::chrono::duration<double>(t - start_).count();
@@ -111,8 +110,8 @@ class TaskRunner {
                            Frame& frame);
   // Writes a store task's block: one Zarr chunk, or each of the chunks it
   // covers.
-  Status WriteStoreBlock(const Node& node, std::span<const Index> block,
-                         const ConstArrayView& data, Frame& frame);
+  Status WriteStoreBlock(const Node& node, std::span<const Index> block, const ConstArrayView& data,
+                         Frame& frame);
   // Gathers `region` (array coordinates, inside block `block`) of exchange
   // `node` into `out`.
   Status ExchangeInto(const Node& node, std::span<const Index> block, const Box& region,
@@ -124,6 +123,13 @@ class TaskRunner {
   // else is obtained whole once per task.
   Status InputRegion(const Node& node, std::span<const Index> block, const Box& region,
                      const ArrayView& out, Frame& frame);
+  // Reads `region` (array coordinates, inside block `block`) of a partial
+  // input (Node::partial_inputs) into `out`: a tiered block by region, an
+  // unsharded Zarr source decoding only the stored bytes holding it
+  // (ZarrArray::ReadChunkPart), a virtual array filling it; anything else
+  // is obtained whole for the copy and released at once.
+  Status ReadPart(const Node& node, std::span<const Index> block, const Box& region,
+                  const ArrayView& out, Frame& frame);
   // A store task of a sharded target: the shard assembled inner chunk by
   // inner chunk, each encoded as soon as it is filled. When the planner split
   // the shards into parts (node.grid finer than the array's), the task

@@ -1002,12 +1002,17 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
   STRATA_CHECK(block_box.Contains(part) && out.shape() == part.shape)
       << "ReadChunkPart of " << part.ToString() << " from chunk " << block_box.ToString();
   if (part.empty()) return true;
-  if (part == block_box) return ReadChunk(block, out, pool);
+  // A whole chunk is decoded in runs too where ranged reads are cheap: a few
+  // blosc blocks' stored bytes at a time, not the whole encoded chunk beside
+  // the decoded one.
+  const bool runs_cheap = codec_->reads_runs() && store_->cheap_ranged_reads();
+  if (part == block_box && !runs_cheap) return ReadChunk(block, out, pool);
   const int rank = static_cast<int>(part.shape.size());
   std::vector<DecodedRun> runs;
   if (codec_->reads_runs() && rank > 0 && out.byte_strides()[rank - 1] == out.dtype().size()) {
     runs = PartRuns(metadata_.chunk_shape, Translate(part, block_box.origin), out);
   }
+  if (runs.empty() && part == block_box) return ReadChunk(block, out, pool);
   if (runs.empty()) {
     // Decoded whole, into a temporary.
     STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), block_box.shape));
