@@ -16,8 +16,11 @@ CapacityLedger CapacityLedger::For(const ResolvedSpec& spec, int64_t result_byte
   l.workers_ = spec.workers;
   l.allowed_ = spec.allowed_mem;
   l.results_ = result_bytes;
+  // The processes executor's coordinator is a process of its own, beside the
+  // workers' budgets: its baseline is budgeted by one reserved_mem.
+  l.coordinator_ = spec.executor == ExecutorKind::kProcesses ? spec.reserved_mem : 0;
   int64_t capacity = spec.total_system_mem - static_cast<int64_t>(spec.workers) * spec.allowed_mem -
-                     result_bytes;
+                     l.coordinator_ - result_bytes;
   if (spec.tier == TierChoice::kSpill && intermediate_bytes / 2 < capacity) {
     capacity = intermediate_bytes / 2;
     l.halved_ = true;
@@ -38,9 +41,12 @@ int64_t CapacityLedger::Claim(int64_t bytes) {
 }
 
 std::string CapacityLedger::Formula() const {
-  std::string f = fmt::format("total_system_mem {} - {} workers x allowed_mem {} - results {}",
-                              FormatBytes(total_), workers_, FormatBytes(allowed_),
-                              FormatBytes(results_));
+  std::string f =
+      fmt::format("total_system_mem {} - {} workers x allowed_mem {} - results {}",
+                  FormatBytes(total_), workers_, FormatBytes(allowed_), FormatBytes(results_));
+  if (coordinator_ > 0) {
+    f += fmt::format(" - coordinator's reserved_mem {}", FormatBytes(coordinator_));
+  }
   if (halved_) f += "; spill tier forced: half the intermediates";
   if (tiny_) f += "; capped by STRATA_TINY";
   return f;

@@ -1,10 +1,12 @@
 // CapacityLedger: the RAM a compute has for intermediates, and what has been
 // claimed of it. The one place that number is computed:
 //
-//   capacity = total_system_mem - workers x allowed_mem - results
+//   capacity = total_system_mem - workers x allowed_mem
+//              [- reserved_mem, the processes executor's coordinator] - results
 //
-// (what is left once every worker runs a task at its budget and the results
-// compute() returns are held; under TierChoice::kSpill, at most half the
+// (what is left once every worker runs a task at its budget, the processes
+// executor's coordinator process has its baseline and the results compute()
+// returns are held; under TierChoice::kSpill, at most half the
 // intermediates' bytes, so that blocks spill). The rechunk lowering and
 // place_tiers claim from one ledger per plan, and the runtime's memory tier
 // is given `capacity()` as its RAM budget.
@@ -42,6 +44,7 @@ class CapacityLedger {
   int workers_ = 0;
   int64_t allowed_ = 0;
   int64_t results_ = 0;
+  int64_t coordinator_ = 0;
   bool halved_ = false;
   bool tiny_ = false;
 };

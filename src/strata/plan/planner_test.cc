@@ -171,6 +171,18 @@ TEST(CapacityLedgerTest, CapacityIsWhatWorkersAndResultsLeave) {
   EXPECT_EQ(CapacityLedger::For(spec, 0, 0).capacity(), 0) << "never negative";
 }
 
+// The processes executor's coordinator is a process beside the workers: its
+// reserved_mem is not in any worker's allowed_mem, so the RAM tier gives it up.
+TEST(CapacityLedgerTest, TheProcessesCoordinatorKeepsItsReservedMem) {
+  ResolvedSpec spec = PlanSpec(100 * kMB, TierChoice::kAuto, 16 * kMB, 300 * kMB);
+  EXPECT_EQ(CapacityLedger::For(spec, 0, 0).capacity(), 100 * kMB);
+  spec.executor = ExecutorKind::kProcesses;
+  CapacityLedger ledger = CapacityLedger::For(spec, 0, 0);
+  EXPECT_EQ(ledger.capacity(), 300 * kMB - 2 * 100 * kMB - 16 * kMB);
+  EXPECT_NE(ledger.Formula().find("coordinator's reserved_mem 16.0 MB"), std::string::npos)
+      << ledger.Formula();
+}
+
 // CheckInvariants finds what a broken pass would leave.
 TEST(PlanInvariantsTest, AnOpReadingALaterOpIsCaught) {
   internal_plan::PlanDraft d;
