@@ -12,6 +12,13 @@ machine. Sampling misses peaks shorter than the period (20 ms by default).
 prints one JSON object: the command's exit code, the peak of the sum, and at
 that peak each process's Pss with its anonymous, file and shmem parts (MB =
 10^6 bytes), plus how many samples were taken. Also importable: `run(argv)`.
+
+Under AddressSanitizer, `--asan-shadow` reads /proc/<pid>/smaps instead and
+leaves out the pages mapped in ASan's shadow address range (x86-64: from
+0x7fff8000 to 0x10007fff8000, one byte per 8 of application memory, written
+as allocations are poisoned and unpoisoned, and not given back when a
+buffer is freed): the sanitizer's memory, not the program's. Each process's
+shadow is reported as pss_asan_shadow; pss and pss_anon are without it.
 """
 import argparse
 import json
@@ -21,6 +28,8 @@ import sys
 import time
 
 FIELDS = ("Pss", "Pss_Anon", "Pss_File", "Pss_Shmem")
+# AddressSanitizer's shadow memory on x86-64 (LowShadow to HighShadow).
+ASAN_SHADOW = (0x7fff8000, 0x10007fff8000)
 
 
 def children_of(pid):
@@ -62,6 +71,40 @@ def rollup(pid):
     return values if "Pss" in values else None
 
 
+def asan_shadow_pss(pid):
+    """Bytes of Pss mapped in ASan's shadow range, from /proc/pid/smaps (0
+    if the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            text = f.read()
+    except OSError:
+        return 0
+    total, shadow = 0, False
+    for line in text.splitlines():
+        head = line.split(None, 2)
+        if not head:
+            continue
+        if not head[0].endswith(":"):  # a mapping's first line: "lo-hi perms ..."
+            lo = int(head[0].split("-", 1)[0], 16)
+            shadow = ASAN_SHADOW[0] <= lo < ASAN_SHADOW[1]
+        elif shadow and head[0] == "Pss:":
+            total += int(head[1]) * 1024
+    return total
+
+
+def without_asan_shadow(pid):
+    """rollup() less ASan's shadow (anonymous memory), which is returned as
+    Pss_Asan_Shadow; None if the process is gone."""
+    values = rollup(pid)
+    if values is None:
+        return None
+    shadow = asan_shadow_pss(pid)
+    values["Pss"] -= shadow
+    values["Pss_Anon"] = values.get("Pss_Anon", 0) - shadow
+    values["Pss_Asan_Shadow"] = shadow
+    return values
+
+
 def comm(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
@@ -70,8 +113,11 @@ def comm(pid):
         return "?"
 
 
-def run(argv, period=0.02, env=None, timeout=None):
-    """Runs argv; returns (exit code, report dict, stdout, stderr)."""
+def run(argv, period=0.02, env=None, timeout=None, asan_shadow=False):
+    """Runs argv; returns (exit code, report dict, stdout, stderr). With
+    `asan_shadow`, PSS is measured without ASan's shadow memory (above)."""
+    sample = without_asan_shadow if asan_shadow else rollup
+    fields = FIELDS + ("Pss_Asan_Shadow",) if asan_shadow else FIELDS
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             text=True)
     # Drain the pipes on threads so that the child never blocks on them.
@@ -87,12 +133,12 @@ def run(argv, period=0.02, env=None, timeout=None):
         detail = []
         total = 0
         for p in tree(proc.pid):
-            r = rollup(p)
+            r = sample(p)
             if r is None:
                 continue
             total += r["Pss"]
             detail.append({"pid": p, "comm": comm(p),
-                           **{k.lower(): round(r.get(k, 0) / 1e6, 1) for k in FIELDS}})
+                           **{k.lower(): round(r.get(k, 0) / 1e6, 1) for k in fields}})
         samples += 1
         if total > peak:
             peak, peak_detail = total, detail
@@ -105,19 +151,21 @@ def run(argv, period=0.02, env=None, timeout=None):
     t2.join()
     report = {"exit_code": proc.returncode, "peak_pss_bytes": peak,
               "peak_pss_mb": round(peak / 1e6, 1), "samples": samples,
-              "processes_at_peak": peak_detail}
+              "asan_shadow_excluded": asan_shadow, "processes_at_peak": peak_detail}
     return proc.returncode, report, "".join(out), "".join(err)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--period", type=float, default=0.02)
+    parser.add_argument("--asan-shadow", action="store_true",
+                        help="leave out AddressSanitizer's shadow memory")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
-    code, report, out, err = run(command, period=args.period)
+    code, report, out, err = run(command, period=args.period, asan_shadow=args.asan_shadow)
     sys.stderr.write(err)
     report["command"] = command
     print(json.dumps(report, indent=1))
