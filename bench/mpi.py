@@ -62,23 +62,10 @@ def run_workload(b, args, name):
                                   lambda run, done, hist: rb.add_history(run, hist), env=MPI_ENV)
             contenders.append(c)
             dsts[c.name] = dst
-    checks = {}
-
-    def after_rep(slot, rep):
-        if not outputs.checked:
-            checks.update(rb.check_outputs(strata, src, dsts, "threads"))
-            outputs.checked = True
-            rb.remove(*dsts.values())
-
-    ratios = [("mpi", "threads")]
-    if args.prepared:
-        ratios.append(("mpi (prepared)", "threads (prepared)"))
-    case = b.case(name, contenders, ratios=ratios,
-                  ratio_keys=("wall_s", "compute_s", "peak_rss_bytes"), after_rep=after_rep,
-                  describe={"workload": name, "shape": shape, "source_chunks": src_chunks,
-                            "target_chunks": dst_chunks, "allowed_mem": allowed, "workers": 2,
-                            "ranks": 2, "logical_bytes": logical, "source_stored_bytes": stored})
-    case["checks"] = checks
+    describe = {"workload": name, "shape": shape, "source_chunks": src_chunks,
+                "target_chunks": dst_chunks, "allowed_mem": allowed, "workers": 2, "ranks": 2,
+                "logical_bytes": logical, "source_stored_bytes": stored}
+    rb.executor_case(b, args, name, contenders, dsts, strata, src, outputs, "mpi", describe)
     shutil.rmtree(d, ignore_errors=True)
 
 

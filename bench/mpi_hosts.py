@@ -183,25 +183,12 @@ def run_workload(b, args, cluster, name, tier):
             c.timeout_s = 1800
             contenders.append(c)
             dsts[c.name] = dst
-    checks = {}
-
-    def after_rep(slot, rep):
-        if not outputs.checked:
-            checks.update(rb.check_outputs(strata, src, dsts, "threads"))
-            outputs.checked = True
-            rb.remove(*dsts.values())
-
-    ratios = [("mpi", "threads")]
-    if args.prepared:
-        ratios.append(("mpi (prepared)", "threads (prepared)"))
-    case = b.case(name + (f" {tier} tier" if tier else ""), contenders, ratios=ratios,
-                  ratio_keys=("wall_s", "compute_s", "peak_rss_bytes"), after_rep=after_rep,
-                  describe={"workload": name, "shape": shape, "source_chunks": src_chunks,
-                            "target_chunks": dst_chunks, "allowed_mem": allowed,
-                            "tier": tier or "default", "workers": 2, "hosts": len(SLOTS),
-                            "ranks": sum(SLOTS), "logical_bytes": logical,
-                            "source_stored_bytes": stored})
-    case["checks"] = checks
+    label = name + (f" {tier} tier" if tier else "")
+    describe = {"workload": name, "shape": shape, "source_chunks": src_chunks,
+                "target_chunks": dst_chunks, "allowed_mem": allowed, "tier": tier or "default",
+                "workers": 2, "hosts": len(SLOTS), "ranks": sum(SLOTS), "logical_bytes": logical,
+                "source_stored_bytes": stored}
+    rb.executor_case(b, args, label, contenders, dsts, strata, src, outputs, "mpi", describe)
     shutil.rmtree(outputs.d, ignore_errors=True)
 
 

@@ -260,6 +260,29 @@ def check_outputs(strata, src, dsts, reference):
     return checks
 
 
+def executor_case(b, args, name, contenders, dsts, strata, src, outputs, executor, describe):
+    """The case of an executor against threads on one workload: the outputs
+    checked (against threads' output) after the first rep and removed, the
+    ratio executor/threads of wall time, compute time and peak RSS (and of
+    the prepared variants when they run). Returns the case, its checks in."""
+    checks = {}
+
+    def after_rep(slot, rep):
+        if not outputs.checked:
+            checks.update(check_outputs(strata, src, dsts, "threads"))
+            outputs.checked = True
+            remove(*dsts.values())
+
+    ratios = [(executor, "threads")]
+    if args.prepared:
+        ratios.append((f"{executor} (prepared)", "threads (prepared)"))
+    case = b.case(name, contenders, ratios=ratios,
+                  ratio_keys=("wall_s", "compute_s", "peak_rss_bytes"), after_rep=after_rep,
+                  describe=describe)
+    case["checks"] = checks
+    return case
+
+
 def run_workload(b, args, name):
     shape, src_chunks, dst_chunks, allowed_mem, seed = workloads(args)[name]
     d = os.path.join(os.path.abspath(args.dir), name)
