@@ -145,7 +145,8 @@ class ZarrArray {
                          MemoryPool& pool) const;
 
   // Reads block `block` of read_grid() (an inner chunk of a sharded array,
-  // else the same as ReadChunk). DataLoss names the shard for a bad index.
+  // else a chunk, as ReadChunkPart reads a whole one: in runs where ranged
+  // reads are cheap). DataLoss names the shard for a bad index.
   Result<bool> ReadBlock(std::span<const Index> block, const ArrayView& out,
                          MemoryPool& pool) const;
 
