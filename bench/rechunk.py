@@ -260,27 +260,34 @@ def check_outputs(strata, src, dsts, reference):
     return checks
 
 
-def executor_case(b, args, name, contenders, dsts, strata, src, outputs, executor, describe):
-    """The case of an executor against threads on one workload: the outputs
-    checked (against threads' output) after the first rep and removed, the
-    ratio executor/threads of wall time, compute time and peak RSS (and of
-    the prepared variants when they run). Returns the case, its checks in."""
+def checked_case(b, name, contenders, dsts, strata, src, outputs, reference, ratios,
+                 ratio_keys, describe):
+    """A case whose outputs are checked after its first rep (against
+    `reference`'s, check_outputs) and then removed. Returns the case, its
+    checks in."""
     checks = {}
 
     def after_rep(slot, rep):
         if not outputs.checked:
-            checks.update(check_outputs(strata, src, dsts, "threads"))
+            checks.update(check_outputs(strata, src, dsts, reference))
             outputs.checked = True
             remove(*dsts.values())
 
-    ratios = [(executor, "threads")]
-    if args.prepared:
-        ratios.append((f"{executor} (prepared)", "threads (prepared)"))
-    case = b.case(name, contenders, ratios=ratios,
-                  ratio_keys=("wall_s", "compute_s", "peak_rss_bytes"), after_rep=after_rep,
+    case = b.case(name, contenders, ratios=ratios, ratio_keys=ratio_keys, after_rep=after_rep,
                   describe=describe)
     case["checks"] = checks
     return case
+
+
+def executor_case(b, args, name, contenders, dsts, strata, src, outputs, executor, describe):
+    """An executor against threads on one workload (checked_case): the ratio
+    executor/threads of wall time, compute time and peak RSS, and of the
+    prepared variants when they run."""
+    ratios = [(executor, "threads")]
+    if args.prepared:
+        ratios.append((f"{executor} (prepared)", "threads (prepared)"))
+    return checked_case(b, name, contenders, dsts, strata, src, outputs, "threads", ratios,
+                        ("wall_s", "compute_s", "peak_rss_bytes"), describe)
 
 
 def run_workload(b, args, name):
@@ -315,24 +322,15 @@ def run_workload(b, args, name):
             cont, dst = contender(c, variant, argv[c], src, outputs, logical, finish[c])
             contenders.append(cont)
             dsts[cont.name] = dst
-    checks = {}
-
-    def after_rep(slot, rep):
-        if not outputs.checked:
-            checks.update(check_outputs(strata, src, dsts, "bound"))
-            outputs.checked = True
-            remove(*dsts.values())
-
     ratios = [("dask", "strata"), ("strata", "bound"), ("strata", "dask")]
     if args.prepared:
         ratios += [("dask (prepared)", "strata (prepared)"), ("strata (prepared)", "bound (prepared)"),
                    ("strata", "strata (prepared)")]
-    case = b.case(name, contenders, ratios=ratios, ratio_keys=("wall_s", "peak_rss_bytes"),
-                  after_rep=after_rep, describe={
-                      "workload": name, "shape": shape, "source_chunks": src_chunks,
-                      "target_chunks": dst_chunks, "allowed_mem": allowed_mem,
-                      "logical_bytes": logical, "source_stored_bytes": stored})
-    case["checks"] = checks
+    case = checked_case(b, name, contenders, dsts, strata, src, outputs, "bound", ratios,
+                        ("wall_s", "peak_rss_bytes"),
+                        {"workload": name, "shape": shape, "source_chunks": src_chunks,
+                         "target_chunks": dst_chunks, "allowed_mem": allowed_mem,
+                         "logical_bytes": logical, "source_stored_bytes": stored})
     case["plan"] = strata_plan(strata, src, dst_chunks, ["--allowed-mem", allowed_mem, "--work-dir",
                                                          outputs.paths("strata")[2]])
     shutil.rmtree(d, ignore_errors=True)
