@@ -72,14 +72,15 @@ def rollup(pid):
 
 
 def asan_shadow_pss(pid):
-    """Bytes of Pss mapped in ASan's shadow range, from /proc/pid/smaps (0
-    if the process is gone)."""
+    """Bytes of Pss mapped in ASan's shadow range, from /proc/pid/smaps; None
+    if the process is gone or maps no shadow (it is exiting: its smaps is
+    read after its smaps_rollup, and an ASan process always maps some)."""
     try:
         with open(f"/proc/{pid}/smaps") as f:
             text = f.read()
     except OSError:
-        return 0
-    total, shadow = 0, False
+        return None
+    total, shadow, seen = 0, False, False
     for line in text.splitlines():
         head = line.split(None, 2)
         if not head:
@@ -87,18 +88,22 @@ def asan_shadow_pss(pid):
         if not head[0].endswith(":"):  # a mapping's first line: "lo-hi perms ..."
             lo = int(head[0].split("-", 1)[0], 16)
             shadow = ASAN_SHADOW[0] <= lo < ASAN_SHADOW[1]
+            seen = seen or shadow
         elif shadow and head[0] == "Pss:":
             total += int(head[1]) * 1024
-    return total
+    return total if seen else None
 
 
 def without_asan_shadow(pid):
     """rollup() less ASan's shadow (anonymous memory), which is returned as
-    Pss_Asan_Shadow; None if the process is gone."""
+    Pss_Asan_Shadow; None if the process is gone (or going: the sample would
+    count its shadow as its own memory)."""
     values = rollup(pid)
     if values is None:
         return None
     shadow = asan_shadow_pss(pid)
+    if shadow is None:
+        return None
     values["Pss"] -= shadow
     values["Pss_Anon"] = values.get("Pss_Anon", 0) - shadow
     values["Pss_Asan_Shadow"] = shadow

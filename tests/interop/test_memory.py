@@ -77,6 +77,14 @@ def baselines(tiny, big):
     return out
 
 
+def summary(report):
+    """Each process at the peak as pss/anon/file/shmem/shadow, in MB."""
+    return "; ".join(
+        "/".join(str(p.get(k, "-")) for k in ("pss", "pss_anon", "pss_file", "pss_shmem",
+                                               "pss_asan_shadow"))
+        for p in report["processes_at_peak"])
+
+
 def rechunk(strata, src, dst, chunks, executor, work):
     """The rechunk's report from pss_tree.run (PSS without ASan's shadow)."""
     argv = [strata.path, "rechunk", str(src), str(dst), "--chunks", chunks,
@@ -105,6 +113,8 @@ def test_tree_pss_stays_within_total_system_mem(strata, arrays, tmp_path, execut
     # The bound stays mostly the contract's: the allowance (debug build,
     # measured 46 MB) is well under half of total_system_mem.
     assert allowance < 0.4 * TOTAL, tiny
-    assert report["peak_pss_bytes"] <= TOTAL + allowance, (allowance, report, tiny)
+    assert report["peak_pss_bytes"] <= TOTAL + allowance, (
+        f"peak {report['peak_pss_mb']} MB > {(TOTAL + allowance) / 1e6:.1f} MB; at the peak "
+        f"(pss/anon/file/shmem/shadow MB): {summary(report)}; tiny run: {summary(tiny)}")
     verify = strata("verify", arrays / "src.zarr", tmp_path / "dst.zarr", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr

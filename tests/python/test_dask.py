@@ -293,8 +293,11 @@ def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
     def corrupt(s):
         return strata.from_zarr(str(src), spec=s) * 2
 
-    def names(text):  # each build makes arrays of its own names
-        return re.sub(r"array-\d+", "array-N", text)
+    def names(text):
+        # Each build makes arrays of its own names; and on a loaded machine a
+        # straggler's backup may be the attempt whose error is reported
+        # ("after 2 attempts"), on either executor.
+        return re.sub(r" after \d+ attempts", "", re.sub(r"array-\d+", "array-N", text))
 
     def overlap_raising(s):
         x = strata.asarray(DATA, chunks=(12, 10), spec=s)

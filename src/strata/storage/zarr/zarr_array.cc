@@ -953,6 +953,10 @@ Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool
 
 namespace {
 
+// A whole chunk at least this big (decoded) is read in runs where ranged
+// reads are cheap (ReadChunkPart).
+constexpr int64_t kWholeChunkInRunsBytes = int64_t{8} << 20;
+
 // A partial read of this many runs or more decodes the whole chunk instead
 // (each run costs a record and a copy; so many means a scattered part).
 constexpr Index kMaxPartRuns = Index{1} << 16;
@@ -1006,11 +1010,13 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
   STRATA_CHECK(block_box.Contains(part) && out.shape() == part.shape)
       << "ReadChunkPart of " << part.ToString() << " from chunk " << block_box.ToString();
   if (part.empty()) return true;
-  // A whole chunk is decoded in runs too where ranged reads are cheap: a few
-  // blosc blocks' stored bytes at a time, not the whole encoded chunk beside
-  // the decoded one.
-  const bool runs_cheap = codec_->reads_runs() && store_->cheap_ranged_reads();
-  if (part == block_box && !runs_cheap) return ReadChunk(block, out, pool);
+  // A whole chunk is decoded in runs too where ranged reads are cheap and it
+  // is big enough for its encoding to matter: a few blosc blocks' stored
+  // bytes at a time, not the whole encoded chunk beside the decoded one. A
+  // smaller one is one read (one request per chunk, as tests count them).
+  const bool whole_in_runs = codec_->reads_runs() && store_->cheap_ranged_reads() &&
+                             chunk_bytes() >= kWholeChunkInRunsBytes;
+  if (part == block_box && !whole_in_runs) return ReadChunk(block, out, pool);
   const int rank = static_cast<int>(part.shape.size());
   std::vector<DecodedRun> runs;
   if (codec_->reads_runs() && rank > 0 && out.byte_strides()[rank - 1] == out.dtype().size()) {
