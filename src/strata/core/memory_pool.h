@@ -99,6 +99,7 @@ class BufferAllocator {
   };
   struct Stats {
     int64_t bytes_held = 0;    // in use + cached, i.e. what the OS sees
+    int64_t peak_bytes_held = 0;  // the most bytes_held has been
     int64_t bytes_cached = 0;  // idle, kept for reuse
     int64_t fresh_allocations = 0;
     int64_t reused_allocations = 0;

@@ -1,5 +1,6 @@
 #include "strata/core/memory_pool.h"
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -144,6 +145,36 @@ TEST(MemoryPoolTest, HeldLimitEvictsIdleBuffersWhileItLives) {
   // A limit below what is idle evicts at once.
   std::shared_ptr<void> tight = allocator->LimitHeld(1 << 20);
   EXPECT_EQ(allocator->stats().bytes_cached, 0);
+}
+
+// Threads that each hold at most one buffer never take the allocator past a
+// limit that holds all of them at once: each mapping is counted before it is
+// made, so two threads mapping together cannot both take the last room.
+TEST(MemoryPoolTest, HeldLimitHoldsUnderConcurrentMappings) {
+  constexpr int kThreads = 3;
+  constexpr int64_t kLargest = int64_t{6} << 20;
+  auto allocator = std::make_shared<BufferAllocator>();
+  auto root = MemoryPool::NewRoot({"root", 0}, allocator);
+  std::shared_ptr<void> limit = allocator->LimitHeld(kThreads * kLargest);
+  std::atomic<int64_t> most_held{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        // 2, 4 or 6 MiB: other sizes than the idle buffers', so most
+        // requests map anew and evict.
+        Buffer b = *root->Allocate(int64_t{2 << 20} * ((i + t) % 3 + 1));
+        b.data()[0] = std::byte{1};
+        const int64_t held = allocator->stats().bytes_held;
+        int64_t seen = most_held.load();
+        while (held > seen && !most_held.compare_exchange_weak(seen, held)) {
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(most_held.load(), kThreads * kLargest);
+  EXPECT_LE(allocator->stats().bytes_held, kThreads * kLargest);
 }
 
 TEST(MemoryPoolTest, ZeroSizeBufferIsUsable) {
