@@ -1,3 +1,17 @@
+# STRATA_FAST_CHECK_BUILD (the `ci` preset): code whose speed no test or
+# benchmark measures in that build (test binaries, benchmarks, examples, the
+# pybind11 glue) is compiled with STRATA_FAST_CHECK_FLAGS (-O0 -g1): 2.7x
+# less compile time for a GoogleTest file under ASan than -O1 -g. The
+# libraries keep the preset's own flags (their speed is what the suites run
+# on), and the sanitizers stay on everywhere.
+option(STRATA_FAST_CHECK_BUILD "Compile tests, benchmarks, examples and bindings at -O0 -g1" OFF)
+set(STRATA_FAST_CHECK_FLAGS -O0 -g1 CACHE STRING "Flags of STRATA_FAST_CHECK_BUILD")
+function(strata_fast_check_code target)
+  if(STRATA_FAST_CHECK_BUILD)
+    target_compile_options(${target} PRIVATE ${STRATA_FAST_CHECK_FLAGS})
+  endif()
+endfunction()
+
 # strata_test(NAME SOURCES... LIBS ...) builds one GoogleTest binary and
 # registers its tests with CTest (discovered when ctest runs, not at build
 # time, so that building stays cheap on a 2-core machine).
@@ -7,6 +21,7 @@ function(strata_test name)
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  strata_fast_check_code(${name})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   # gtest_discover_tests flattens PROPERTIES into one list: a value holding
   # ';' would split into stray property names (a second ENVIRONMENT entry

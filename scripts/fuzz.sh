@@ -17,7 +17,7 @@ if (($# > 0)); then targets=("$@"); fi
 
 if [[ ! -f $build/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF \
     -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WITH_MPI=OFF > "$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi
