@@ -17,8 +17,10 @@
 //              file of "lat lon" lines), returned to memory
 //   diff       the difference between consecutive times, written to --out
 // Prints one JSON line: op, seconds (plan + compute), tasks, the largest
-// measured and projected task memory, and a checksum of the result (for
-// results in memory) so that runs can be compared with Dask's.
+// measured and projected task memory, the most chunk buffers the process held
+// in use at once (chunk_buffers_peak) and with the allocator's idle ones
+// (buffers_held_peak: what the OS saw of them), and a checksum of the result
+// (for results in memory) so that runs can be compared with Dask's.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -186,9 +188,12 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
       "{\"op\": \"%s\", \"seconds\": %.4f, \"tasks\": %lld, \"max_measured_task_mem\": %lld, "
-      "\"max_projected_task_mem\": %lld, \"checksum\": %.10g}\n",
+      "\"max_projected_task_mem\": %lld, \"chunk_buffers_peak\": %lld, "
+      "\"buffers_held_peak\": %lld, \"checksum\": %.10g}\n",
       op.c_str(), seconds, static_cast<long long>(peaks->tasks),
       static_cast<long long>(peaks->measured), static_cast<long long>(peaks->projected),
+      static_cast<long long>(strata::MemoryPool::Default()->peak_bytes()),
+      static_cast<long long>(strata::MemoryPool::Default()->allocator()->stats().peak_bytes_held),
       in_memory ? Checksum(*r) : 0.0);
   return 0;
 }

@@ -154,7 +154,7 @@ def main():
                                 info = json.loads(lines[-1])
                                 run["extra"]["checksum"] = info.get("checksum", 0.0)
                                 for k in ("max_measured_task_mem", "max_projected_task_mem",
-                                          "tasks"):
+                                          "chunk_buffers_peak", "buffers_held_peak", "tasks"):
                                     if k in info:
                                         run["extra"][k] = info[k]
 

@@ -15,6 +15,7 @@
 
 #include "strata/api/internal.h"
 #include "strata/api/test_util.h"
+#include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 
@@ -291,6 +292,50 @@ TEST(GroupbyReduceTest, BlocksNamingFewGroupsGetSparseStates) {
   Result<NDArray> ygot = compute(internal_api::GroupbyReduce(y, along, 1, ReduceOp::kMean, 4, 2));
   ASSERT_TRUE(ygot.ok()) << ygot.status().ToString();
   ExpectMatches(*ygot, Reference(ReduceOp::kMean, *ywhole, 1, along, 4), ReduceOp::kMean);
+}
+
+TEST(GroupbyReduceTest, SparsePartialsReadTheirBlockInStrips) {
+  // A Zarr array of blocks of 67 MB (4800 days x 1750 points), months of
+  // 1000 days: a partial reads its chunk a strip at a time (at most 32 MiB,
+  // the strip's blosc blocks decoded straight into it) into the states of
+  // the groups it names, so it never holds the chunk whole; the results are
+  // the dense form's, which reads whole chunks.
+  const Shape shape = {9600, 1750};
+  Array clean = random::random(shape, {4800, 1750}, 11);
+  TempDir dir;
+  ASSERT_TRUE(
+      compute(to_zarr(where(clean > 0.9, Scalar(std::nan("")), clean), dir.path() + "/x.zarr"))
+          .ok());
+  Array x = from_zarr(dir.path() + "/x.zarr");
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  std::vector<int64_t> labels(shape[0]);
+  for (Index i = 0; i < shape[0]; ++i) labels[i] = i / 1000;
+  const Index G = 10;
+  RecordingCallback rec;
+  ComputeOptions options;
+  options.callbacks.push_back(std::shared_ptr<RecordingCallback>(&rec, [](auto*) {}));
+  Result<NDArray> sparse =
+      compute(internal_api::GroupbyReduce(x, labels, 0, ReduceOp::kMean, G, 0), options);
+  ASSERT_TRUE(sparse.ok()) << sparse.status().ToString();
+  rec.ExpectWithinBudget();
+  const int64_t block_bytes = int64_t{4800} * 1750 * 8;
+  int partials = 0;
+  for (const TaskEndEvent& e : rec.events) {
+    if (e.op_name.find("-partial") == std::string::npos) continue;
+    ++partials;
+    // A strip of 33.6 MB and the blosc blocks being decoded (measured 43 MB);
+    // the chunk read whole would be 67 MB.
+    EXPECT_LT(e.measured_peak, block_bytes * 3 / 4) << ShapeToString(e.block);
+  }
+  EXPECT_EQ(partials, 2);
+  Result<NDArray> dense =
+      compute(internal_api::GroupbyReduce(x, labels, 0, ReduceOp::kMean, G, 0, false));
+  ASSERT_TRUE(dense.ok()) << dense.status().ToString();
+  ASSERT_EQ(sparse->shape(), dense->shape());
+  for (Index k = 0; k < sparse->num_elements(); ++k) {
+    const double a = sparse->data_as<double>()[k], b = dense->data_as<double>()[k];
+    ASSERT_NEAR(a, b, 1e-12 * (1 + std::abs(b))) << k;
+  }
 }
 
 TEST(GroupbyReduceTest, ZeroSizeAndAllSkippedInputs) {
