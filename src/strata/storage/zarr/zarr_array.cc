@@ -108,6 +108,18 @@ bool AllElementsAre(const ConstArrayView& src, std::span<const std::byte> elemen
   return true;
 }
 
+// Reads a whole block of `shape` with `read_whole` into a temporary from
+// `pool` and copies its `part` (block coordinates) to `out`: for a part the
+// codec cannot decode on its own. Returns what `read_whole` returns.
+Result<bool> ReadThroughTemporary(MemoryPool& pool, DType dtype, const Shape& shape,
+                                  const Box& part, const ArrayView& out,
+                                  const std::function<Result<bool>(const ArrayView&)>& read_whole) {
+  STRATA_ASSIGN_OR_RETURN(NDArray whole, NDArray::Allocate(pool, dtype, shape));
+  STRATA_ASSIGN_OR_RETURN(bool present, read_whole(whole.view()));
+  CopyArray(whole.view().Slice(part), out);
+  return present;
+}
+
 }  // namespace
 
 // The fill journal of an incomplete array (see the header).
@@ -679,10 +691,12 @@ Status ZarrArray::DecodeInner(std::span<const std::byte> encoded, const ArrayVie
   const Shape& inner = shards_->inner_shape();
   if (out.shape() == inner) return codec_->Decode(encoded, out, pool);
   // An inner chunk at the array's edge: decode whole, keep the corner.
-  STRATA_ASSIGN_OR_RETURN(NDArray full, NDArray::Allocate(pool, dtype(), inner));
-  STRATA_RETURN_IF_ERROR(codec_->Decode(encoded, full.view(), pool));
-  CopyArray(full.view().Slice(Box::FromShape(out.shape())), out);
-  return Status::Ok();
+  return ReadThroughTemporary(pool, dtype(), inner, Box::FromShape(out.shape()), out,
+                              [&](const ArrayView& whole) -> Result<bool> {
+                                STRATA_RETURN_IF_ERROR(codec_->Decode(encoded, whole, pool));
+                                return true;
+                              })
+      .status();
 }
 
 Result<bool> ZarrArray::ReadBlock(std::span<const Index> block, const ArrayView& out,
@@ -695,35 +709,41 @@ Result<bool> ZarrArray::ReadBlock(std::span<const Index> block, const ArrayView&
   STRATA_CHECK(out.shape() == read_grid_.BlockShape(block))
       << "ReadBlock into " << ShapeToString(out.shape()) << " for inner chunk of "
       << ShapeToString(read_grid_.BlockShape(block));
-  const Shape& per = shards_->inner_grid();
-  Shape shard(block.size()), within(block.size());
-  for (size_t i = 0; i < block.size(); ++i) {
-    shard[i] = block[i] / per[i];
-    within[i] = block[i] % per[i];
-  }
-  const Index inner = LinearIndex(within, per);
-  auto context = [&] {
-    return fmt::format("reading inner chunk {} of {}", ShapeToString(within), ShardName(shard));
-  };
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(shard));
-  if (!index || index->entry(inner).missing()) {
+  STRATA_ASSIGN_OR_RETURN(InnerChunk c, LocateInner(block));
+  if (c.entry.missing()) {
     FillArray(out, metadata_.fill_value.bytes);
-    // A shard a concurrent rewrite deleted reads as missing too.
-    if (!index) STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext(context()));
     return false;
   }
-  const ShardEntry& e = index->entry(inner);
-  Result<Buffer> bytes = store_->GetRange(ChunkStoreKey(shard), static_cast<int64_t>(e.offset),
+  const ShardEntry& e = c.entry;
+  Result<Buffer> bytes = store_->GetRange(ChunkStoreKey(c.shard), static_cast<int64_t>(e.offset),
                                           static_cast<int64_t>(e.nbytes), pool);
-  if (!bytes.ok()) return bytes.status().WithContext(context());
+  if (!bytes.ok()) return bytes.status().WithContext("reading " + c.name);
   if (bytes->size() != static_cast<int64_t>(e.nbytes)) {
     return DataLossError(fmt::format(
-        "{}: inner chunk {} at bytes [{}, {}) reaches past the end of the shard", ShardName(shard),
-        ShapeToString(within), e.offset, e.offset + e.nbytes));
+        "{}: inner chunk {} at bytes [{}, {}) reaches past the end of the shard",
+        ShardName(c.shard), ShapeToString(c.within), e.offset, e.offset + e.nbytes));
   }
   Status s = DecodeInner(bytes->span(), out, pool);
-  if (!s.ok()) return s.WithContext(context());
+  if (!s.ok()) return s.WithContext("reading " + c.name);
   return true;
+}
+
+Result<ZarrArray::InnerChunk> ZarrArray::LocateInner(std::span<const Index> block) const {
+  const Shape& per = shards_->inner_grid();
+  InnerChunk c{Shape(block.size()), Shape(block.size()), ShardEntry{}, {}};
+  for (size_t i = 0; i < block.size(); ++i) {
+    c.shard[i] = block[i] / per[i];
+    c.within[i] = block[i] % per[i];
+  }
+  c.name = fmt::format("inner chunk {} of {}", ShapeToString(c.within), ShardName(c.shard));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(c.shard));
+  if (!index) {
+    // A shard a concurrent rewrite deleted reads as missing too.
+    STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext("reading " + c.name));
+    return c;
+  }
+  c.entry = index->entry(LinearIndex(c.within, per));
+  return c;
 }
 
 Result<bool> ZarrArray::ReadShard(std::span<const Index> block, const ArrayView& out,
@@ -1024,11 +1044,9 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
   }
   if (runs.empty() && part == block_box) return ReadChunk(block, out, pool);
   if (runs.empty()) {
-    // Decoded whole, into a temporary.
-    STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), block_box.shape));
-    STRATA_ASSIGN_OR_RETURN(bool present, ReadChunk(block, chunk.view(), pool));
-    CopyArray(chunk.view().Slice(Translate(part, block_box.origin)), out);
-    return present;
+    return ReadThroughTemporary(
+        pool, dtype(), block_box.shape, Translate(part, block_box.origin), out,
+        [&](const ArrayView& whole) { return ReadChunk(block, whole, pool); });
   }
   const std::string key = ChunkStoreKey(block);
   EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
@@ -1067,30 +1085,16 @@ Result<bool> ZarrArray::ReadInnerPart(std::span<const Index> block, const Box& p
     runs = PartRuns(shards_->inner_shape(), Translate(part, box.origin), out);
   }
   if (runs.empty()) {
-    STRATA_ASSIGN_OR_RETURN(NDArray chunk, NDArray::Allocate(pool, dtype(), box.shape));
-    STRATA_ASSIGN_OR_RETURN(bool present, ReadBlock(block, chunk.view(), pool));
-    CopyArray(chunk.view().Slice(Translate(part, box.origin)), out);
-    return present;
+    return ReadThroughTemporary(pool, dtype(), box.shape, Translate(part, box.origin), out,
+                                [&](const ArrayView& whole) { return ReadBlock(block, whole, pool); });
   }
-  const Shape& per = shards_->inner_grid();
-  Shape shard(block.size()), within(block.size());
-  for (size_t i = 0; i < block.size(); ++i) {
-    shard[i] = block[i] / per[i];
-    within[i] = block[i] % per[i];
-  }
-  auto context = [&] {
-    return fmt::format("reading {} of inner chunk {} of {}", part.ToString(),
-                       ShapeToString(within), ShardName(shard));
-  };
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, ShardIndexOf(shard));
-  const Index inner = LinearIndex(within, per);
-  if (!index || index->entry(inner).missing()) {
+  STRATA_ASSIGN_OR_RETURN(InnerChunk c, LocateInner(block));
+  if (c.entry.missing()) {
     FillArray(out, metadata_.fill_value.bytes);
-    if (!index) STRATA_RETURN_IF_ERROR(CheckMissingChunk().WithContext(context()));
     return false;
   }
-  const ShardEntry& e = index->entry(inner);
-  const std::string key = ChunkStoreKey(shard);
+  const ShardEntry& e = c.entry;
+  const std::string key = ChunkStoreKey(c.shard);
   // Only the stored bytes holding `part`: offsets are the inner chunk's.
   EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
     if (offset < 0 || length < 0 || offset + length > static_cast<int64_t>(e.nbytes)) {
@@ -1107,7 +1111,7 @@ Result<bool> ZarrArray::ReadInnerPart(std::span<const Index> block, const Box& p
     return bytes;
   };
   Status s = codec.DecodeRuns(read, runs, pool);
-  if (!s.ok()) return s.WithContext(context());
+  if (!s.ok()) return s.WithContext(fmt::format("reading {} of {}", part.ToString(), c.name));
   return true;
 }
 

@@ -252,6 +252,17 @@ class ZarrArray {
   std::string ShardName(std::span<const Index> block) const;
   // The index of shard `shard` (cached), or null when the shard is missing.
   Result<std::shared_ptr<const ShardIndex>> ShardIndexOf(std::span<const Index> shard) const;
+  // Where inner chunk `block` (a read_grid_ block) is stored: its shard, its
+  // coordinates within that shard and its index entry, which is missing()
+  // when the inner chunk or its whole shard is. A missing shard is an error
+  // where missing chunks are (CheckMissingChunk).
+  struct InnerChunk {
+    Shape shard;
+    Shape within;
+    ShardEntry entry;
+    std::string name;  // "inner chunk (i, j) of <shard>", for messages
+  };
+  Result<InnerChunk> LocateInner(std::span<const Index> block) const;
   // Decodes the inner chunk at `encoded` into `out` (its clipped box in the
   // array, `clipped` its shape).
   Status DecodeInner(std::span<const std::byte> encoded, const ArrayView& out, MemoryPool& pool) const;
