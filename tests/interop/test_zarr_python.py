@@ -146,6 +146,28 @@ def test_zarr_python_reads_every_strata_codec(strata, tmp_path, codec):
     assert_same(zarr.open_array(str(out), mode="r")[...], synthetic((20, 9), "float32", seed=2))
 
 
+@pytest.mark.parametrize("codec,dtype", [("blosc", "float64"),
+                                         ("blosc:cname=zstd,clevel=3,shuffle=bit", "float32"),
+                                         ("blosc:shuffle=none", "uint64")])
+def test_zarr_python_reads_large_blosc_chunks_strata_streamed(strata, tmp_path, codec, dtype):
+    # Chunks of 16 MiB or more are blosc-encoded segment by segment into the
+    # file (uint64 noise unshuffled: streams stored as they are, in a frame
+    # libblosc itself would have stored uncompressed). numcodecs decodes them.
+    size = np.dtype(dtype).itemsize
+    rows = (16 << 20) // (2048 * size)
+    shape, chunks = (2 * rows + 77, 2048), (rows, 2048)
+    out = tmp_path / "big.zarr"
+    strata("random", out, "--shape", ",".join(map(str, shape)), "--chunks",
+           ",".join(map(str, chunks)), "--dtype", dtype, "--seed", "4", "--codec", codec)
+    z = zarr.open_array(str(out), mode="r")
+    assert z.chunks == chunks
+    assert_same(z[...], synthetic(shape, dtype, seed=4))
+    blosc = numcodecs.Blosc()
+    raw = (out / "0.0").read_bytes()
+    assert np.array_equal(np.frombuffer(blosc.decode(raw), dtype=dtype),
+                          synthetic(shape, dtype, seed=4)[:rows].ravel())
+
+
 def test_strata_copy_preserves_order_f_and_separator(strata, tmp_path):
     data = synthetic((8, 6), "float64", seed=8)
     src = write_with_zarr(tmp_path / "src.zarr", data, COMPRESSORS["gzip"], order="F",

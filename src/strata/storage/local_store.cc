@@ -424,6 +424,15 @@ class LocalStoreWriter final : public StoreWriter {
       return ErrnoToStatus(errno, fmt::format("renaming into {}", path_));
     }
     committed_ = true;
+    if (fsync_) {
+      // The rename itself, as Set makes it durable.
+      const std::string dir = path_.substr(0, path_.rfind('/'));
+      const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+      }
+    }
     return Status::Ok();
   }
 

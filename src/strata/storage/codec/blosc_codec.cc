@@ -232,6 +232,34 @@ class BloscCodec final : public BytesCodec {
     return decoded_size + BLOSC_MAX_OVERHEAD;
   }
 
+  // Segments EncodeTo compresses at a time (and the smallest input it
+  // streams is two of them).
+  static constexpr int64_t kStreamSegmentBytes = int64_t{8} << 20;
+
+  // A frame of `nbytes` in blocks of `block` with every stream stored as it
+  // is: header, offsets, and per block a length per stream (at most one per
+  // byte of the element) before its bytes.
+  int64_t FrameBound(int64_t nbytes, int64_t block) const {
+    const int64_t nblocks = (nbytes + block - 1) / block;
+    return BLOSC_MIN_HEADER_LENGTH + nbytes + 4 * nblocks * (1 + std::max(typesize_, 1));
+  }
+
+  // Compresses `input` as one frame into `output`, which may be larger than
+  // MaxEncodedSize: libblosc then never stores it uncompressed (memcpyed).
+  Result<int64_t> CompressFrame(std::span<const std::byte> input,
+                                std::span<std::byte> output) const {
+    const BloscSpec& s = std::get<BloscSpec>(spec_);
+    const int written = blosc_compress_ctx(
+        s.clevel, shuffle_, static_cast<size_t>(typesize_), input.size(), DataOrEmpty(input),
+        DataOrEmpty(output), std::min<size_t>(output.size(), INT32_MAX), s.cname.c_str(),
+        static_cast<size_t>(s.blocksize), /*numinternalthreads=*/1);
+    if (written <= 0) {
+      return InternalError(fmt::format("blosc: compressing {} bytes with {} failed (error {})",
+                                       input.size(), DescribeCodec(spec_), written));
+    }
+    return written;
+  }
+
   Result<int64_t> EncodeInto(std::span<const std::byte> input,
                              std::span<std::byte> output) const override {
     const auto nbytes = static_cast<int64_t>(input.size());
@@ -253,6 +281,108 @@ class BloscCodec final : public BytesCodec {
                                        nbytes, DescribeCodec(spec_), written));
     }
     return written;
+  }
+
+  bool encodes_streamed() const override { return std::get<BloscSpec>(spec_).clevel > 0; }
+
+  int64_t MaxStreamedSize(int64_t decoded_size) const override {
+    // Every block's streams stored as they are (FrameBound), in blocks of
+    // libblosc's smallest, 128 bytes.
+    return FrameBound(decoded_size, kMinSplitBytes);
+  }
+
+  Status EncodeTo(std::span<const std::byte> input, EncodedSink& sink,
+                  MemoryPool& scratch) const override {
+    const auto nbytes = static_cast<int64_t>(input.size());
+    if (nbytes > BLOSC_MAX_BUFFERSIZE) {
+      return InvalidArgumentError(
+          fmt::format("blosc cannot encode a chunk of {} (at most {} bytes); use smaller chunks",
+                      FormatBytes(nbytes), BLOSC_MAX_BUFFERSIZE));
+    }
+    auto not_streamed = [](std::string_view why) {
+      return FailedPreconditionError(fmt::format("blosc: not encoded piece by piece: {}", why));
+    };
+    if (nbytes < 2 * kStreamSegmentBytes) return not_streamed("the input is small");
+    // 1. The block size and header flags libblosc gives this input, from a
+    // probe of its start: they depend on the input's size only through the
+    // clamp to it, so a probe longer than a block finds them (libblosc's
+    // automatic blocks are at most 1 MiB).
+    int64_t probe = std::min<int64_t>(kStreamSegmentBytes / 4, nbytes);
+    Buffer out;
+    FrameHeader h0;
+    while (true) {
+      out.Reset();
+      STRATA_ASSIGN_OR_RETURN(out, scratch.Allocate(FrameBound(probe, kMinSplitBytes)));
+      STRATA_ASSIGN_OR_RETURN(int64_t n, CompressFrame(input.first(probe), out.span()));
+      STRATA_ASSIGN_OR_RETURN(h0, FrameHeader::Parse(out.span().first(static_cast<size_t>(n))));
+      if (h0.blocksize < probe || probe == nbytes) break;
+      // Blocks of a MiB or more (a forced block size): one more probe, past
+      // the largest block a segment holds.
+      if (probe > kStreamSegmentBytes) return not_streamed("blocks too large");
+      probe = std::min(nbytes, 2 * kStreamSegmentBytes);
+    }
+    const int64_t block = h0.blocksize;
+    if (h0.memcpyed() || block <= 0 || block > kStreamSegmentBytes) {
+      return not_streamed("blocks too large");
+    }
+    // 2. Segments of whole blocks, each compressed as a frame of its own
+    // with room for every stream stored as it is (so libblosc never falls
+    // back to an uncompressed frame): the blocks of a frame are compressed
+    // independently, so each segment's blocks are the whole frame's. A tail
+    // shorter than a block joins the segment before it, whose last block is
+    // then the short one, as in the whole frame (never split).
+    const int64_t per_segment = std::max<int64_t>(1, kStreamSegmentBytes / block) * block;
+    const int64_t nblocks = (nbytes + block - 1) / block;
+    const int64_t data_start = BLOSC_MIN_HEADER_LENGTH + 4 * nblocks;
+    std::vector<std::byte> head(static_cast<size_t>(data_start));
+    STRATA_RETURN_IF_ERROR(sink.Append(head));  // the header and offsets, patched at the end
+    const int64_t capacity = FrameBound(per_segment + block, block);
+    if (out.size() < capacity) {
+      out.Reset();
+      STRATA_ASSIGN_OR_RETURN(out, scratch.Allocate(capacity));
+    }
+    int64_t written = data_start;  // frame bytes so far
+    int64_t j = 0;                 // blocks so far
+    for (int64_t begin = 0; begin < nbytes;) {
+      int64_t length = std::min(per_segment, nbytes - begin);
+      if (nbytes - begin - length < block) length = nbytes - begin;
+      STRATA_ASSIGN_OR_RETURN(
+          int64_t n, CompressFrame(input.subspan(static_cast<size_t>(begin), static_cast<size_t>(length)),
+                                   out.span().first(static_cast<size_t>(FrameBound(length, block)))));
+      const std::span<const std::byte> frame = out.span().first(static_cast<size_t>(n));
+      STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(frame));
+      const int64_t nb = h.nblocks();
+      const int64_t own_start = BLOSC_MIN_HEADER_LENGTH + 4 * nb;
+      if (h.memcpyed() || h.blocksize != block || h.flags != h0.flags ||
+          h.compressor_version != h0.compressor_version || h.nbytes != length ||
+          own_start > n || j + nb > nblocks) {
+        return not_streamed("a segment's frame differs from the first");
+      }
+      // One thread stores the blocks in order, right after the offsets.
+      for (int64_t k = 0, previous = 0; k < nb; ++k) {
+        const int64_t start = LoadLe32(frame.data() + BLOSC_MIN_HEADER_LENGTH + 4 * k);
+        if (start >= n || (k == 0 ? start != own_start : start <= previous)) {
+          return not_streamed("a segment's blocks are not stored in order");
+        }
+        previous = start;
+        StoreLe32(head.data() + BLOSC_MIN_HEADER_LENGTH + 4 * (j + k),
+                  static_cast<uint32_t>(written + start - own_start));
+      }
+      STRATA_RETURN_IF_ERROR(sink.Append(frame.subspan(static_cast<size_t>(own_start))));
+      written += n - own_start;
+      if (written > static_cast<int64_t>(INT32_MAX)) return not_streamed("the frame is too large");
+      j += nb;
+      begin += length;
+    }
+    STRATA_CHECK(j == nblocks) << "blosc: " << j << " blocks streamed of " << nblocks;
+    head[0] = static_cast<std::byte>(h0.version);
+    head[1] = static_cast<std::byte>(h0.compressor_version);
+    head[2] = static_cast<std::byte>(h0.flags);
+    head[3] = static_cast<std::byte>(h0.typesize);
+    StoreLe32(head.data() + 4, static_cast<uint32_t>(nbytes));
+    StoreLe32(head.data() + 8, static_cast<uint32_t>(block));
+    StoreLe32(head.data() + 12, static_cast<uint32_t>(written));
+    return sink.PatchAt(0, head);
   }
 
   Result<std::optional<int64_t>> DecodedSize(std::span<const std::byte> encoded) const override {

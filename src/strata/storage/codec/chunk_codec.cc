@@ -108,6 +108,8 @@ Result<std::shared_ptr<const ChunkCodec>> ChunkCodec::Make(ChunkEncoding encodin
   const bool keeps_layout =
       encoding.transpose.empty() || KeepsLayout(encoding.transpose, chunk_shape);
   codec.identity_ = codec.codecs_.empty() && !codec.needs_byteswap_ && keeps_layout;
+  codec.encodes_streamed_ = keeps_layout && !codec.needs_byteswap_ && codec.codecs_.size() == 1 &&
+                           codec.codecs_[0]->encodes_streamed();
   codec.reads_runs_ = keeps_layout && (codec.codecs_.empty() ||
                                        (codec.codecs_.size() == 1 && codec.codecs_[0]->decodes_runs()));
 
@@ -220,6 +222,20 @@ Status ChunkCodec::Decode(std::span<const std::byte> encoded, const ArrayView& o
   CopyArray(stored_as_chunk(bytes.data()), out);
   if (needs_byteswap_) ByteSwapView(out, component_size);
   return Status::Ok();
+}
+
+int64_t ChunkCodec::max_streamed_bytes() const {
+  STRATA_CHECK(encodes_streamed_);
+  return codecs_[0]->MaxStreamedSize(chunk_bytes_);
+}
+
+Status ChunkCodec::EncodeTo(const ConstArrayView& chunk, EncodedSink& sink,
+                            MemoryPool& scratch) const {
+  STRATA_CHECK(encodes_streamed_ && chunk.is_contiguous() && chunk.dtype() == encoding_.dtype &&
+               chunk.shape() == chunk_shape_)
+      << "EncodeTo of a " << chunk.dtype().name() << " view of shape "
+      << ShapeToString(chunk.shape());
+  return codecs_[0]->EncodeTo(chunk.bytes(), sink, scratch);
 }
 
 namespace {

@@ -53,6 +53,17 @@ class ChunkCodec {
   // `pool`, sized to the encoded length.
   Result<Buffer> Encode(const ConstArrayView& chunk, MemoryPool& pool) const;
 
+  // Streaming writes: true when EncodeTo writes a chunk's encoding piece by
+  // piece with a bounded scratch, not into a buffer of the chunk's size: the
+  // stored layout is the chunk's C order, native endian, and the one bytes
+  // codec streams (blosc; BytesCodec::EncodeTo).
+  bool encodes_streamed() const { return encodes_streamed_; }
+  // Encodes `chunk` (contiguous, the full chunk shape) into `sink`, at most
+  // max_streamed_bytes(). FailedPrecondition when this chunk is not streamed
+  // (then Encode it, discarding the sink). Requires encodes_streamed().
+  Status EncodeTo(const ConstArrayView& chunk, EncodedSink& sink, MemoryPool& scratch) const;
+  int64_t max_streamed_bytes() const;
+
   // Partial reads: true when a run of the chunk's C-order bytes can be
   // decoded from part of its stored bytes, i.e. the stored layout is the
   // chunk's C order and the bytes codecs are none (raw bytes, read as they
@@ -86,6 +97,7 @@ class ChunkCodec {
   bool identity_ = false;
   bool needs_byteswap_ = false;
   bool reads_runs_ = false;
+  bool encodes_streamed_ = false;
   int read_copies_ = 0;
   int write_copies_ = 0;
   std::vector<std::unique_ptr<const BytesCodec>> codecs_;

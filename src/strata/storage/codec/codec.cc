@@ -63,6 +63,10 @@ Result<int64_t> BytesCodec::RunUnit(std::span<const std::byte>) const {
   return InternalError(fmt::format("{} cannot decode part of a chunk", CodecName(spec())));
 }
 
+Status BytesCodec::EncodeTo(std::span<const std::byte>, EncodedSink&, MemoryPool&) const {
+  return InternalError(fmt::format("{} cannot encode a chunk piece by piece", CodecName(spec())));
+}
+
 Result<Buffer> BytesCodec::Encode(std::span<const std::byte> input, MemoryPool& pool) const {
   STRATA_ASSIGN_OR_RETURN(Buffer output,
                           pool.Allocate(MaxEncodedSize(static_cast<int64_t>(input.size()))));

@@ -36,6 +36,17 @@ struct DecodedRun {
   std::span<std::byte> out;  // out.size() bytes from `offset`
 };
 
+// Where a streaming encoder (BytesCodec::EncodeTo) puts the encoded bytes:
+// appended in order, with bytes already appended patched later (a header
+// whose fields are known only at the end). A StoreWriter behind it writes a
+// chunk's stored object as it is encoded.
+class EncodedSink {
+ public:
+  virtual ~EncodedSink() = default;
+  virtual Status Append(std::span<const std::byte> bytes) = 0;
+  virtual Status PatchAt(int64_t offset, std::span<const std::byte> bytes) = 0;
+};
+
 class BytesCodec {
  public:
   virtual ~BytesCodec() = default;
@@ -88,6 +99,21 @@ class BytesCodec {
   // estimate; DataLoss for a malformed header.
   static constexpr int64_t kRunUnitHeaderBytes = 16;
   virtual Result<int64_t> RunUnit(std::span<const std::byte> header) const;
+
+  // Streaming encoding: true when EncodeTo writes the encoding of a large
+  // input piece by piece with a bounded scratch (blosc: a few MiB of blocks
+  // at a time), not into one buffer of the input's size.
+  virtual bool encodes_streamed() const { return false; }
+  // Encodes `input` into `sink`: the same bytes, or bytes any decoder of the
+  // format decodes to the same input, as Encode. At most MaxStreamedSize
+  // bytes are appended. FailedPrecondition when this input cannot be
+  // streamed (the caller encodes it whole instead, discarding what the sink
+  // holds); other errors as EncodeInto. Requires encodes_streamed().
+  virtual Status EncodeTo(std::span<const std::byte> input, EncodedSink& sink,
+                          MemoryPool& scratch) const;
+  virtual int64_t MaxStreamedSize(int64_t decoded_size) const {
+    return MaxEncodedSize(decoded_size);
+  }
 
   // Encode into a new buffer from `pool`, sized to the encoded length.
   Result<Buffer> Encode(std::span<const std::byte> input, MemoryPool& pool) const;

@@ -584,18 +584,54 @@ Status ZarrArray::WriteChunk(std::span<const Index> block, const ConstArrayView&
     if (codec_->is_identity() && data.is_contiguous()) {
       return store_->Set(ChunkStoreKey(block), data.bytes()).WithContext(context());
     }
-    Result<Buffer> encoded = codec_->Encode(data, pool);
-    if (!encoded.ok()) return encoded.status().WithContext(context());
-    return store_->Set(ChunkStoreKey(block), encoded->span()).WithContext(context());
+    return EncodeAndStore(ChunkStoreKey(block), data, pool).WithContext(context());
   }
   // Edge chunk: pad to the full chunk shape with the fill value.
   Result<NDArray> full = NDArray::Allocate(pool, dtype(), metadata_.chunk_shape);
   if (!full.ok()) return full.status().WithContext(context());
   FillArray(full->view(), metadata_.fill_value.bytes);
   CopyArray(data, full->view().Slice(Box::FromShape(block_shape)));
-  Result<Buffer> encoded = codec_->Encode(full->view(), pool);
-  if (!encoded.ok()) return encoded.status().WithContext(context());
-  return store_->Set(ChunkStoreKey(block), encoded->span()).WithContext(context());
+  return EncodeAndStore(ChunkStoreKey(block), full->view(), pool).WithContext(context());
+}
+
+namespace {
+
+// Chunks at least this large are encoded piece by piece into a store
+// writer that holds no buffer (a local file) where the codec can: a task
+// writing a 200 MB blosc chunk held its ~200 MB encoding beside it.
+constexpr int64_t kStreamedWriteBytes = int64_t{16} << 20;
+
+// A store writer as a codec's sink.
+class WriterSink final : public EncodedSink {
+ public:
+  explicit WriterSink(StoreWriter& writer) : writer_(writer) {}
+  Status Append(std::span<const std::byte> bytes) override { return writer_.Append(bytes); }
+  Status PatchAt(int64_t offset, std::span<const std::byte> bytes) override {
+    return writer_.PatchAt(offset, bytes);
+  }
+
+ private:
+  StoreWriter& writer_;
+};
+
+}  // namespace
+
+Status ZarrArray::EncodeAndStore(const std::string& key, const ConstArrayView& chunk,
+                                 MemoryPool& pool) const {
+  if (codec_->encodes_streamed() && chunk.is_contiguous() &&
+      codec_->chunk_bytes() >= kStreamedWriteBytes &&
+      store_->WriterMemory(codec_->max_streamed_bytes()) == 0) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<StoreWriter> writer,
+                            store_->OpenWriter(key, codec_->max_streamed_bytes(), pool));
+    WriterSink sink(*writer);
+    Status s = codec_->EncodeTo(chunk, sink, pool);
+    if (s.ok()) return writer->Commit();
+    // Not streamed: the writer is discarded (nothing appears under `key`).
+    writer.reset();
+    if (s.code() != StatusCode::kFailedPrecondition) return s;
+  }
+  STRATA_ASSIGN_OR_RETURN(Buffer encoded, codec_->Encode(chunk, pool));
+  return store_->Set(key, encoded.span());
 }
 
 Status ZarrArray::WriteEncodedChunk(std::span<const Index> block,

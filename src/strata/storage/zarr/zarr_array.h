@@ -246,6 +246,10 @@ class ZarrArray {
   std::string Key(std::string_view relative) const { return JoinKey(path_, relative); }
   std::string ChunkName(std::span<const Index> block) const;
   Status CheckMissingChunk() const;
+  // Encodes `chunk` (the full chunk shape) and stores it under `key`: piece
+  // by piece into a store writer where the codec and store allow.
+  Status EncodeAndStore(const std::string& key, const ConstArrayView& chunk,
+                        MemoryPool& pool) const;
   Status ReadFullChunk(std::span<const Index> block, const ArrayView& out, MemoryPool& pool,
                        bool* present) const;
   // Sharded arrays.

@@ -1,13 +1,17 @@
 // ZarrArray against bad or changing storage: metadata of the wrong JSON type,
 // overwrite that replaces only its own node, chunks of the fill value, and a
-// source rewritten while it is read.
+// source rewritten while it is read; large blosc chunks written piece by
+// piece into a local file.
 #include "strata/storage/zarr/zarr_array.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 
+#include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 
 namespace strata {
@@ -133,6 +137,60 @@ TEST(ZarrArrayReliabilityTest, RewrittenSourceIsNoticed) {
   Status s = a->CheckUnchanged();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("was replaced"), std::string_view::npos) << s.message();
+}
+
+// Chunks of 16 MiB or more with blosc go to a local file segment by segment
+// (BytesCodec::EncodeTo): the stored bytes are those the whole encoding
+// stores, they read back, and the writing task holds the chunk and a few
+// MiB, not the chunk and its encoding. A codec whose blocks are too large to
+// stream is encoded whole, with the same result.
+TEST(ZarrArrayStreamedWriteTest, LargeBloscChunksAreWrittenPieceByPiece) {
+  TempDir dir("strata-streamed-write");
+  std::shared_ptr<Store> store = *LocalStore::Open(dir.path());
+  for (int64_t blocksize : {int64_t{0}, int64_t{16} << 20}) {
+    SCOPED_TRACE(::testing::Message() << "blosc blocksize " << blocksize);
+    // float64 chunks of (1024, 2048): 16 MiB; the second row of chunks is
+    // ragged (padded at the edge).
+    ArrayMetadata m = Meta(ZarrFormat::kV2, {1100, 2048}, {1024, 2048});
+    m.encoding.bytes_codecs = {BloscSpec{.cname = "zstd", .clevel = 1, .blocksize = blocksize}};
+    ZarrArray::CreateOptions options;
+    options.overwrite = true;
+    auto a = *ZarrArray::Create(store, "a", m, options);
+    auto pool = MemoryPool::Default();
+    for (Index row : {0, 1}) {
+      const std::vector<Index> block = {row, 0};
+      const Box box = a->grid().BlockBox(block);
+      NDArray chunk = *NDArray::Allocate(*pool, m.dtype(), box.shape);
+      FillSynthetic(chunk.view(), box, m.shape, 7);
+      auto task = pool->NewChild({.name = "task"});
+      ASSERT_TRUE(a->WriteChunk(block, chunk.view(), *task).ok());
+      const int64_t chunk_bytes = a->chunk_bytes();
+      if (blocksize == 0 && row == 0) {
+        EXPECT_LT(task->peak_bytes(), int64_t{12} << 20);
+      } else if (blocksize == 0) {
+        // The padded chunk, and segments.
+        EXPECT_LT(task->peak_bytes(), chunk_bytes + (int64_t{12} << 20));
+      } else {
+        EXPECT_GE(task->peak_bytes(), chunk_bytes / 2);  // encoded whole
+      }
+      // The bytes the whole encoding stores.
+      NDArray full = *NDArray::Allocate(*pool, m.dtype(), m.chunk_shape);
+      FillArray(full.view(), m.fill_value.bytes);
+      CopyArray(chunk.view(), full.view().Slice(Box::FromShape(box.shape)));
+      Buffer whole = *a->codec().Encode(full.view(), *pool);
+      Buffer stored = *store->Get(fmt::format("a/{}.0", row), *pool);
+      ASSERT_EQ(stored.size(), whole.size());
+      EXPECT_EQ(std::memcmp(stored.data(), whole.data(), whole.size()), 0);
+      NDArray back = *NDArray::Allocate(*pool, m.dtype(), box.shape);
+      ASSERT_TRUE(*a->ReadChunk(block, back.view(), *pool));
+      EXPECT_TRUE(ArraysEqual(back.view(), chunk.view()));
+    }
+    // No temporary file is left behind.
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path() + "/a")) {
+      EXPECT_EQ(entry.path().filename().string().find(".strata-tmp-"), std::string::npos)
+          << entry.path();
+    }
+  }
 }
 
 }  // namespace
