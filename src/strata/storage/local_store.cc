@@ -21,6 +21,16 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kTempMarker = ".strata-tmp-";
 
+// Makes a rename into `dir` durable (best effort, as after a write that
+// already succeeded).
+void SyncDirectory(const std::string& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
 // Closes a file descriptor on scope exit.
 class FileDescriptor {
  public:
@@ -306,13 +316,7 @@ Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
     ::unlink(temp.c_str());
     return s;
   }
-  if (options_.fsync) {
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
+  if (options_.fsync) SyncDirectory(dir);
   return Status::Ok();
 }
 
@@ -424,15 +428,8 @@ class LocalStoreWriter final : public StoreWriter {
       return ErrnoToStatus(errno, fmt::format("renaming into {}", path_));
     }
     committed_ = true;
-    if (fsync_) {
-      // The rename itself, as Set makes it durable.
-      const std::string dir = path_.substr(0, path_.rfind('/'));
-      const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-      }
-    }
+    // The rename itself, as Set makes it durable.
+    if (fsync_) SyncDirectory(path_.substr(0, path_.rfind('/')));
     return Status::Ok();
   }
 

@@ -244,6 +244,13 @@ class BloscCodec final : public BytesCodec {
     return BLOSC_MIN_HEADER_LENGTH + nbytes + 4 * nblocks * (1 + std::max(typesize_, 1));
   }
 
+  static Status CheckEncodable(int64_t nbytes) {
+    if (nbytes <= BLOSC_MAX_BUFFERSIZE) return Status::Ok();
+    return InvalidArgumentError(
+        fmt::format("blosc cannot encode a chunk of {} (at most {} bytes); use smaller chunks",
+                    FormatBytes(nbytes), BLOSC_MAX_BUFFERSIZE));
+  }
+
   // Compresses `input` as one frame into `output`, which may be larger than
   // MaxEncodedSize: libblosc then never stores it uncompressed (memcpyed).
   Result<int64_t> CompressFrame(std::span<const std::byte> input,
@@ -263,24 +270,10 @@ class BloscCodec final : public BytesCodec {
   Result<int64_t> EncodeInto(std::span<const std::byte> input,
                              std::span<std::byte> output) const override {
     const auto nbytes = static_cast<int64_t>(input.size());
-    if (nbytes > BLOSC_MAX_BUFFERSIZE) {
-      return InvalidArgumentError(
-          fmt::format("blosc cannot encode a chunk of {} (at most {} bytes); use smaller chunks",
-                      FormatBytes(nbytes), BLOSC_MAX_BUFFERSIZE));
-    }
+    STRATA_RETURN_IF_ERROR(CheckEncodable(nbytes));
     STRATA_CHECK(static_cast<int64_t>(output.size()) >= MaxEncodedSize(nbytes));
-    const BloscSpec& s = std::get<BloscSpec>(spec_);
     // Blosc keeps the destination size in an int: never pass more than it needs.
-    const size_t destsize = static_cast<size_t>(MaxEncodedSize(nbytes));
-    int written =
-        blosc_compress_ctx(s.clevel, shuffle_, static_cast<size_t>(typesize_), input.size(),
-                           DataOrEmpty(input), DataOrEmpty(output), destsize, s.cname.c_str(),
-                           static_cast<size_t>(s.blocksize), /*numinternalthreads=*/1);
-    if (written <= 0) {
-      return InternalError(fmt::format("blosc: compressing {} bytes with {} failed (error {})",
-                                       nbytes, DescribeCodec(spec_), written));
-    }
-    return written;
+    return CompressFrame(input, output.first(static_cast<size_t>(MaxEncodedSize(nbytes))));
   }
 
   bool encodes_streamed() const override { return std::get<BloscSpec>(spec_).clevel > 0; }
@@ -294,11 +287,7 @@ class BloscCodec final : public BytesCodec {
   Status EncodeTo(std::span<const std::byte> input, EncodedSink& sink,
                   MemoryPool& scratch) const override {
     const auto nbytes = static_cast<int64_t>(input.size());
-    if (nbytes > BLOSC_MAX_BUFFERSIZE) {
-      return InvalidArgumentError(
-          fmt::format("blosc cannot encode a chunk of {} (at most {} bytes); use smaller chunks",
-                      FormatBytes(nbytes), BLOSC_MAX_BUFFERSIZE));
-    }
+    STRATA_RETURN_IF_ERROR(CheckEncodable(nbytes));
     auto not_streamed = [](std::string_view why) {
       return FailedPreconditionError(fmt::format("blosc: not encoded piece by piece: {}", why));
     };
