@@ -303,7 +303,14 @@ class _Run:
         if future.status == "cancelled":
             raise RuntimeError("compute: the Dask tasks were cancelled (was the "
                                "distributed.Client closed during the compute?)")
-        exc = future.exception()
+        # A future whose worker died after finishing it comes back lost (no
+        # exception): the block is gone with the worker, as for KilledWorker.
+        exc = future.exception() if future.status == "error" else None
+        if exc is None:
+            self.run.task_failed(op, block, _UNAVAILABLE,
+                                 f"the dask worker holding it died (future {future.status})",
+                                 None, 1)
+            return
         if isinstance(exc, StrataTaskError):
             self.run.task_failed(exc.op, exc.block, exc.code, exc.message, None,
                                  self.retries + 1)
