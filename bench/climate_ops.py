@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Climate operations: Strata against Dask on the same Zarr inputs, under the
 protocol of bench/README.md.
 
-    /usr/bin/python3 bench/climate_ops.py [--ops nanmean groupby cumsum points diff]
+    .venv/bin/python bench/climate_ops.py [--ops nanmean groupby cumsum points diff]
         [--layouts map series] [--bin build/release/bench] [--dir build/bench/climate_ops]
         [--reps 5] [--prepared] [--out bench/results/climate_ops.json]
-    /usr/bin/python3 bench/climate_ops.py --smoke
+    .venv/bin/python bench/climate_ops.py --smoke
 
 The input is a (time, lat, lon) float64 array of daily values, 10% NaN
 (uniform values times 300 elsewhere), (481, 721, 1440) = 4.0 GB, written once
@@ -138,7 +138,7 @@ def main():
                         out = os.path.join(d, f"out_{slug}.zarr")
                         argv = ([tool, "run", op, src, "--out", out, "--points", points,
                                  "--allowed-mem", allowed] if name == "strata"
-                                else ["/usr/bin/python3", "-c", DASK, op, src, out, points])
+                                else [sys.executable, "-c", DASK, op, src, out, points])
 
                         def setup(out=out, variant=variant):
                             shutil.rmtree(out, ignore_errors=True)
@@ -175,7 +175,7 @@ def main():
                             same = ref is not None and v is not None and abs(v - ref) <= 1e-9 * max(1.0, abs(ref))
                             checks[n] = f"checksum {v:.12g} ({'equal to' if same else 'DIFFERS from'} dask's)"
                     else:
-                        r = subprocess.run(["/usr/bin/python3", "-c", CHECK, outs["strata"],
+                        r = subprocess.run([sys.executable, "-c", CHECK, outs["strata"],
                                             outs["dask"]], capture_output=True, text=True)
                         checks["strata vs dask"] = (r.stdout.strip() if r.returncode == 0
                                                     else f"FAILED: {r.stderr.strip()[-300:]}")

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """build/release/bench/codec_bench under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/codec.py [--reps 5] [--codec-bench build/release/bench/codec_bench]
+    .venv/bin/python bench/codec.py [--reps 5] [--codec-bench build/release/bench/codec_bench]
         [--dir build/bench/codec] [--out bench/results/codec_bench.json] [-- CODEC_BENCH_ARGS]
-    /usr/bin/python3 bench/codec.py --smoke
+    .venv/bin/python bench/codec.py --smoke
 
 codec_bench (bench/codec_bench.cc) times encode and decode of every codec on
 one 80 MB float64 chunk in one process (median of >= 5 runs of each, Strata's

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """strata copy of the 800 MB seed array, against baselines measured in the
 same reps, under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/copy_bench.py [--reps 5] [--prepared] [--strata build/release/bin/strata]
+    .venv/bin/python bench/copy_bench.py [--reps 5] [--prepared] [--strata build/release/bin/strata]
         [--dir build/bench/copy] [--out bench/results/copy_bench.json]
-    /usr/bin/python3 bench/copy_bench.py --smoke
+    .venv/bin/python bench/copy_bench.py --smoke
 
 Workloads: `strata copy` keeping the codec (bytes moved and checked, not
 re-encoded), re-encoding to zstd level 1, and decompressing to raw. Baselines:
@@ -70,7 +70,7 @@ def main():
              lambda dst: ["dd", "if=/dev/zero", f"of={dst}", "bs=8M",
                           f"count={max(1, logical // (8 << 20))}", "status=none"]),
             ("memcpy", f"baseline: memcpy of {logical // 10**6} MB in memory",
-             lambda dst: ["/usr/bin/python3", "-c", MEMCPY, str(logical)]),
+             lambda dst: [sys.executable, "-c", MEMCPY, str(logical)]),
         ]
         state = {"checked": False}
         contenders, outs = [], {}

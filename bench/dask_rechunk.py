@@ -1,12 +1,12 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Strata's executor="dask" against Dask's own rechunk, on the same
 LocalCluster in the same run (issue 20), under the protocol of
 bench/README.md.
 
-    /usr/bin/python3 bench/dask_rechunk.py [--size 20000] [--reps 5]
+    .venv/bin/python bench/dask_rechunk.py [--size 20000] [--reps 5]
         [--bin build/release/bin] [--python build/release/python]
         [--dir build/bench/dask_rechunk] [--out bench/results/dask_rechunk.json]
-    /usr/bin/python3 bench/dask_rechunk.py --smoke          (--size 2000, 1 rep)
+    .venv/bin/python bench/dask_rechunk.py --smoke          (--size 2000, 1 rep)
 
 W4 of bench/rechunk.py: a size x size float64 Zarr v2 array (blosc lz4,
 written once by `strata random`), chunks (size, size/40) -> (size/40, size),
@@ -104,7 +104,7 @@ class Cluster:
     """The LocalCluster, in a helper process of its own."""
 
     def __init__(self, env):
-        self.proc = subprocess.Popen(["/usr/bin/python3", "-c", CLUSTER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline()
         try:
@@ -178,10 +178,10 @@ def main():
             chunks = json.dumps(dst_chunks)
             argv = {
                 "strata-dask": lambda dst, hist, work: [
-                    "/usr/bin/python3", "-c", STRATA, address, src, dst, chunks, str(allowed),
+                    sys.executable, "-c", STRATA, address, src, dst, chunks, str(allowed),
                     work],
                 "dask-tasks": lambda dst, hist, work: [
-                    "/usr/bin/python3", "-c", DASK, address, src, dst, chunks],
+                    sys.executable, "-c", DASK, address, src, dst, chunks],
             }
 
             def finish(name):

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The mpi executor against the threads executor on W1 and W4 (issue 7),
 under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/mpi.py [--workloads W1 W4] [--reps 5] [--prepared]
+    .venv/bin/python bench/mpi.py [--workloads W1 W4] [--reps 5] [--prepared]
         [--bin build/release/bin] [--dir build/bench/mpi] [--out bench/results/mpi.json]
-    /usr/bin/python3 bench/mpi.py --smoke
+    .venv/bin/python bench/mpi.py --smoke
 
 W1 and W4 of bench/rechunk.py, `strata rechunk`: once with `--executor threads
 --workers 2`, once as `mpirun -np 2 --mca pml ob1 strata rechunk ... --executor

@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The mpi executor on three simulated hosts against the threads executor on
 one (issue 20), under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/mpi_hosts.py [--workloads W1 W4] [--memory-tier] [--reps 5]
+    .venv/bin/python bench/mpi_hosts.py [--workloads W1 W4] [--memory-tier] [--reps 5]
         [--prepared] [--bin build/release/bin] [--dir build/bench/mpi_hosts]
         [--out bench/results/mpi_hosts.json]
-    /usr/bin/python3 bench/mpi_hosts.py --smoke
+    .venv/bin/python bench/mpi_hosts.py --smoke
 
 Needs root (network namespaces), iproute2, util-linux and Open MPI. The hosts
 are tests/interop/test_mpi_hosts.py's, made by the module it shares with this
@@ -98,7 +98,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 def reaped(argv):
     """argv run under REAPER (both contenders, so that its start-up is in both)."""
-    return ["/usr/bin/python3", "-S", "-c", REAPER, *map(str, argv)]
+    return [sys.executable, "-S", "-c", REAPER, *map(str, argv)]
 
 
 def parse_args():

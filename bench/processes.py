@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The processes executor against the threads executor on W1 and W4 (issue 5),
 under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/processes.py [--workloads W1 W4] [--reps 5] [--prepared]
+    .venv/bin/python bench/processes.py [--workloads W1 W4] [--reps 5] [--prepared]
         [--bin build/release/bin] [--dir build/bench/processes]
         [--out bench/results/processes.json]
-    /usr/bin/python3 bench/processes.py --smoke
+    .venv/bin/python bench/processes.py --smoke
 
 W1 and W4 of bench/rechunk.py: `strata rechunk` of a float64 Zarr v2 array
 (blosc lz4, written once by `strata random`) with 2 workers, once with

@@ -878,7 +878,7 @@ def pretouch(nbytes: int) -> int:
     prepared variant takes it out to show the engine's own cost."""
     n = min(nbytes, mem_available() - (3 << 30))
     if n > 0:
-        subprocess.run(["/usr/bin/python3", "-c", PRETOUCH, str(n)], check=True)
+        subprocess.run([sys.executable, "-c", PRETOUCH, str(n)], check=True)
     return max(n, 0)
 
 
@@ -896,12 +896,12 @@ def clear_dir(path: str) -> None:
 
 
 def python_package_versions(*names: str) -> dict:
-    """Versions of Debian's Python packages, as /usr/bin/python3 imports them."""
+    """Versions of the Python packages, as this interpreter (the .venv's) imports them."""
     code = ("import importlib, json, sys\nout = {}\nfor n in sys.argv[1:]:\n"
             "    try:\n        out[n] = importlib.import_module(n).__version__\n"
             "    except Exception as e:\n        out[n] = f'unavailable: {e}'\n"
             "print(json.dumps(out))")
-    r = subprocess.run(["/usr/bin/python3", "-c", code, *names], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True)
     return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-300:]}
 
 
@@ -913,5 +913,5 @@ def dask_defaults() -> dict:
             "str(dask.base.get_scheduler(collections=[x]).__module__), "
             "'num_workers_default': dask.system.CPU_COUNT, "
             "'config_num_workers': dask.config.get('num_workers', None)}))")
-    r = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr[-300:]}

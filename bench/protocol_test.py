@@ -2,7 +2,7 @@
 accounting and the discard/redo logic, with a fake clock and CPU source; and
 one real process to check the /proc and wait4 plumbing.
 
-    /usr/bin/python3 -m pytest -q bench/protocol_test.py
+    .venv/bin/python -m pytest -q bench/protocol_test.py
 """
 import argparse
 import json
@@ -369,7 +369,7 @@ print("done")
 
 def test_run_process_measures_the_whole_tree(tmp_path):
     watched = str(tmp_path / "work")
-    c = P.Contender("tree", ["/usr/bin/python3", "-c", CHILD, watched],
+    c = P.Contender("tree", [sys.executable, "-c", CHILD, watched],
                     watch_dirs={"work": watched})
     run, done = P.run_process(c, P.LinuxMachine(), poll_s=0.02, scratch=str(tmp_path))
     assert done.returncode == 0 and done.stdout.strip() == "done"
@@ -384,7 +384,7 @@ def test_run_process_measures_the_whole_tree(tmp_path):
 
 
 def test_run_process_reports_a_failing_command(tmp_path):
-    c = P.Contender("fail", ["/usr/bin/python3", "-c", "import sys; print('bad', file=sys.stderr);"
+    c = P.Contender("fail", [sys.executable, "-c", "import sys; print('bad', file=sys.stderr);"
                              " sys.exit(4)"])
     run, done = P.run_process(c, P.LinuxMachine(), scratch=str(tmp_path))
     assert done.returncode == 4 and "bad" in done.stderr
@@ -412,10 +412,10 @@ def test_cpu_used_outside_the_contender_tree_is_counted_as_other(tmp_path):
     # loop has burned 0.3 s of CPU. Whatever else the machine is doing,
     # everything else's CPU must include what the loop burned.
     burner = __import__("subprocess").Popen(
-        ["/usr/bin/python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 60: pass"])
+        [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 60: pass"])
     try:
         before = P.pid_cpu_s(burner.pid)
-        c = P.Contender("waiter", ["/usr/bin/python3", "-c", WAIT_FOR_CPU, str(burner.pid), "0.3",
+        c = P.Contender("waiter", [sys.executable, "-c", WAIT_FOR_CPU, str(burner.pid), "0.3",
                                    os.path.dirname(os.path.abspath(__file__))])
         run, done = P.run_process(c, P.LinuxMachine(), scratch=str(tmp_path))
         burned = P.pid_cpu_s(burner.pid) - before

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Peak PSS of a process tree: runs a command and samples the proportional
 set size of it and all its descendants from /proc/<pid>/smaps_rollup.
 
@@ -7,7 +7,7 @@ over a tree counts shared memory (the processes executor's ShmStore, the
 binary's pages, the libraries) once, and is what the tree takes from the
 machine. Sampling misses peaks shorter than the period (20 ms by default).
 
-    /usr/bin/python3 bench/pss_tree.py [--period 0.02] -- strata rechunk ...
+    .venv/bin/python bench/pss_tree.py [--period 0.02] -- strata rechunk ...
 
 prints one JSON object: the command's exit code, the peak of the sum, and at
 that peak each process's Pss with its anonymous, file and shmem parts (MB =

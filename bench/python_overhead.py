@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What `import strata` costs over the C++ underneath (issue 15).
 
-    /usr/bin/python3 bench/python_overhead.py [--t 20] [--bin build/release/bin]
+    .venv/bin/python bench/python_overhead.py [--t 20] [--bin build/release/bin]
         [--python build/release/python] [protocol options, bench/README.md]
     (writes bench/results/python_overhead.json; --smoke for a quick end-to-end check)
 
@@ -21,7 +21,7 @@ them:
   cpp     the C++ API: examples/quadratic_means, `strata rechunk`,
           bench/plan_bench.cc;
   python  the same written with `import strata` (the release build's package);
-  dask    Debian's python3-dask, threaded scheduler;
+  dask    Dask from the .venv (requirements/dev.txt), threaded scheduler;
   numpy   zarr-python into numpy in memory, computed, written back with
           zarr-python (quadratic means and rechunk only).
 Goals (issue 15): python within 1.05x of cpp's wall time; planning from
@@ -123,7 +123,7 @@ def main():
     d = os.path.abspath(args.dir)
     strata_bin = os.path.abspath(os.path.join(args.bin, "strata"))
     py_env = dict(os.environ, PYTHONPATH=os.path.abspath(args.python))
-    py = "/usr/bin/python3"
+    py = sys.executable
     with P.Bench("python_overhead", args, scratch=d,
                  description="the same workloads from C++, Python (strata), Dask and "
                              "numpy") as b:

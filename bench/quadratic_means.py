@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Quadratic means (Cubed's standard benchmark): Strata against Dask, same
 inputs, under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/quadratic_means.py [--t 50 200] [--reps 5] [--prepared]
+    .venv/bin/python bench/quadratic_means.py [--t 50 200] [--reps 5] [--prepared]
         [--bin build/release/bin] [--dir build/bench/quadratic_means]
         [--out bench/results/quadratic_means.json]
-    /usr/bin/python3 bench/quadratic_means.py --smoke
+    .venv/bin/python bench/quadratic_means.py --smoke
 
 u, v float64 of shape (t, 987, 1920), chunks (10, 987, 1920) (~150 MB), written
 once by `strata random` (blosc lz4, zarr-python's default codec). Each run
@@ -13,7 +13,7 @@ computes mean over axis 0 of u*u, v*v and u*v, stacked into a (3, 987, 1920)
 Zarr array, with allowed_mem 2GB:
   strata: examples/quadratic_means with its defaults (threads executor,
           workers = the available cores);
-  dask:   Debian's python3-dask as its users run it, nothing configured
+  dask:   Dask from the .venv (requirements/dev.txt) as its users run it, nothing configured
           (threaded scheduler, default worker count), da.from_zarr ... to_zarr.
 Both read the inputs from a warm page cache (read once before each run).
 Each run is a fresh process measured by the protocol (wall time, CPU, peak
@@ -92,7 +92,7 @@ def main():
                     work = os.path.join(d, f"work_{slug}")
                     argv = ([os.path.join(args.bin, "quadratic_means"), u, v, out,
                              "--allowed-mem", allowed, "--work-dir", work] if name == "strata"
-                            else ["/usr/bin/python3", "-c", DASK, u, v, out])
+                            else [sys.executable, "-c", DASK, u, v, out])
 
                     def setup(out=out, work=work, variant=variant):
                         shutil.rmtree(out, ignore_errors=True)
@@ -120,7 +120,7 @@ def main():
                 if state["checked"]:
                     return
                 for cname, out in outs.items():
-                    r = subprocess.run(["/usr/bin/python3", "-c", CHECK, u, v, out],
+                    r = subprocess.run([sys.executable, "-c", CHECK, u, v, out],
                                        capture_output=True, text=True)
                     checks[cname] = r.stdout.strip() if r.returncode == 0 else (
                         f"FAILED: {r.stderr.strip()[-500:]}")

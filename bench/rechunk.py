@@ -1,18 +1,18 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Rechunk workloads of issue 4: Strata against Dask and this machine's bound,
 under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/rechunk.py [--workloads W1 W4 W5] [--reps 5] [--prepared]
+    .venv/bin/python bench/rechunk.py [--workloads W1 W4 W5] [--reps 5] [--prepared]
         [--cliff-dask] [--bin build/release/bin] [--bound build/release/bench/rechunk_bound]
         [--dir build/bench/rechunk] [--out bench/results/rechunk.json]
-    /usr/bin/python3 bench/rechunk.py --smoke            # 1 rep, tiny sizes, no check
+    .venv/bin/python bench/rechunk.py --smoke            # 1 rep, tiny sizes, no check
 
 Every source is a float64 Zarr v2 array written once by `strata random` (blosc
 lz4 clevel 5 byte shuffle, zarr-python's default codec) and kept between reps.
 Contenders, every one writing DST with the source's codec:
   strata: `strata rechunk SRC DST --chunks .. --allowed-mem .. --work-dir WORK
           --history H --quiet` (its default workers: the available cores);
-  dask:   Debian's python3-dask as its users run it, with nothing configured
+  dask:   Dask from the .venv (requirements/dev.txt) as its users run it, with nothing configured
           (threaded scheduler, default worker count: the CPU count),
           da.from_zarr(SRC).rechunk(chunks).to_zarr(DST);
   bound:  bench/rechunk_bound.cc with 2 threads: read + decode every source
@@ -304,7 +304,7 @@ def run_workload(b, args, name):
         "strata": lambda dst, hist, work: [
             strata, "rechunk", src, dst, "--chunks", chunks_arg, "--allowed-mem", allowed_mem,
             "--work-dir", work, "--history", hist, "--quiet"],
-        "dask": lambda dst, hist, work: ["/usr/bin/python3", "-c", DASK, src, dst,
+        "dask": lambda dst, hist, work: [sys.executable, "-c", DASK, src, dst,
                                          json.dumps(dst_chunks)],
         "bound": lambda dst, hist, work: [args.bound, src, "--chunks", chunks_arg, dst,
                                           "--threads", "2"],
@@ -378,7 +378,7 @@ def run_cliff(b, args):
                                               "--threads", "2"],
             "strata": lambda dst, hist, work: [strata, "rechunk", src, dst, "--chunks", chunks_arg,
                                                *opts, "--work-dir", work, "--history", hist],
-            "dask": lambda dst, hist, work: ["/usr/bin/python3", "-c", DASK, src, dst,
+            "dask": lambda dst, hist, work: [sys.executable, "-c", DASK, src, dst,
                                              json.dumps(target)],
         }
         names = ["bound", "strata"] + (["dask"] if args.cliff_dask else [])

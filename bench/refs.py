@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The same workloads on two builds of Strata, in one interleaved run: did a
 change move the figures? Under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/refs.py --before REF --after REF [--workloads W1 W4]
+    .venv/bin/python bench/refs.py --before REF --after REF [--workloads W1 W4]
         [--executor threads] [--reps 5] [--dir build/bench/refs] [--out bench/results/refs.json]
-    /usr/bin/python3 bench/refs.py --before REF --smoke       # 1 rep, tiny sizes
+    .venv/bin/python bench/refs.py --before REF --smoke       # 1 rep, tiny sizes
 
 Each ref (a commit, branch or tag; --after defaults to HEAD) is checked out
 into a git worktree under --dir and its `strata` built there with the release

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The README's benchmark tables, made from the JSON the bench scripts write.
 
-    /usr/bin/python3 bench/report.py bench/results/rechunk.json [more.json ...]
+    .venv/bin/python bench/report.py bench/results/rechunk.json [more.json ...]
         [--draft] [--svg bench/results/rechunk_cliff.svg]
-    /usr/bin/python3 bench/report.py --all          # every bench/results/*.json we know
+    .venv/bin/python bench/report.py --all          # every bench/results/*.json we know
 
 Prints Markdown: for each document the tables of its benchmark, each with a
 line saying how it was measured (reps, load, other CPU, discarded reps,

@@ -2,7 +2,7 @@
 machine (protocol_test's): the cells come from the JSON, ratios are per rep,
 and results that are not results are refused.
 
-    /usr/bin/python3 -m pytest -q bench/report_test.py
+    .venv/bin/python -m pytest -q bench/report_test.py
 """
 import argparse
 import json

@@ -8,7 +8,7 @@
 #   bench/run_all.sh --smoke    # every script end to end on tiny sizes (~2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=/usr/bin/python3
+py=.venv/bin/python
 $py bench/codec.py "$@"
 $py bench/copy_bench.py --prepared "$@"
 $py bench/quadratic_means.py "$@"

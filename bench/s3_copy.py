@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """strata copy local -> S3 -> local of the 800 MB seed array, against curl
 moving the same bytes to the same server in the same reps, under the protocol
 of bench/README.md.
 
-    /usr/bin/python3 bench/s3_copy.py [--reps 5] [--strata build/release/bin/strata]
+    .venv/bin/python bench/s3_copy.py [--reps 5] [--strata build/release/bin/strata]
         [--dir build/bench/s3] [--out bench/results/s3_copy.json]
-    /usr/bin/python3 bench/s3_copy.py --smoke
+    .venv/bin/python bench/s3_copy.py --smoke
 
 The server is s3rver (scripts/s3_test_server.js, installed by
 scripts/install-deps.sh) on 127.0.0.1, storing objects under --dir, so both

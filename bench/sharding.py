@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Sharded Zarr v3 writes and partial reads, under the protocol of
 bench/README.md.
 
-    /usr/bin/python3 bench/sharding.py [--reps 5] [--strata build/release/bin/strata]
+    .venv/bin/python bench/sharding.py [--reps 5] [--strata build/release/bin/strata]
         [--dir build/bench/sharding] [--out bench/results/sharding.json]
-    /usr/bin/python3 bench/sharding.py --smoke
+    .venv/bin/python bench/sharding.py --smoke
 
 Case "copy": `strata copy` of the 800 MB seed array (10000 x 10000 float64,
 chunks (10000, 1000), blosc) into a sharded v3 array -- shards (10000,

@@ -1,12 +1,12 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The weather-features pipeline of issue 19: Strata against xarray + Dask,
 under the protocol of bench/README.md.
 
-    /usr/bin/python3 bench/weather_pipeline.py [--size 8GB] [--points 5000]
+    .venv/bin/python bench/weather_pipeline.py [--size 8GB] [--points 5000]
         [--allowed-mem 2GB] [--work-dir /tmp/strata-bench-weather] [--keep-data]
         [--python build/release/python] [--dir build/bench/weather_pipeline]
         [--reps 5] [--prepared] [--out bench/results/weather_pipeline.json]
-    /usr/bin/python3 bench/weather_pipeline.py --smoke      (--size 0.05GB, 1 rep)
+    .venv/bin/python bench/weather_pipeline.py --smoke      (--size 0.05GB, 1 rep)
 
 The workload is examples/weather_features.py's, imported (never copied):
   dataset   its generate(): synthetic IFS-like forecasts init_time x valid_time
@@ -30,7 +30,7 @@ The workload is examples/weather_features.py's, imported (never copied):
             python3-dask as its users run it (threaded scheduler, its default
             worker count: recorded under dask_defaults). Its process never
             loads strata: the example's `import strata` gets a stand-in.
-Each run is a fresh /usr/bin/python3 process measured by the protocol (wall
+Each run is a fresh .venv/bin/python process measured by the protocol (wall
 time from fork to exit, so imports count; CPU; peak RSS; bytes under Strata's
 work dir). The process also reports its own figures (extra): import_s and
 pipeline_s, and for Strata the memory contract from the history: every
@@ -238,7 +238,7 @@ def main():
         ap.error("--points must be at least 1")
     size = args.size or ("0.05GB" if args.smoke else "8GB")
     allowed = args.allowed_mem or ("200MB" if args.smoke else "2GB")
-    py = "/usr/bin/python3"
+    py = sys.executable
     pkg = os.path.abspath(args.python)
     if not os.path.isdir(os.path.join(pkg, "strata")):
         sys.exit(f"weather_pipeline.py: error: no strata package in {pkg} "

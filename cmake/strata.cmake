@@ -27,6 +27,11 @@ function(strata_test name)
   # ';' would split into stray property names (a second ENVIRONMENT entry
   # once swallowed LABELS that way), so each value here is a single item.
   set(props ENVIRONMENT "STRATA_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  # STRATA_PYTHON: the interpreter of the tests that ask numpy or zarr-python
+  # (the .venv's, Python_EXECUTABLE); a property of its own, as above.
+  if(Python_EXECUTABLE)
+    list(APPEND props ENVIRONMENT_MODIFICATION "STRATA_PYTHON=set:${Python_EXECUTABLE}")
+  endif()
   if(ARG_LABELS)
     list(APPEND props LABELS "${ARG_LABELS}")
   endif()

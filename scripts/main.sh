@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds the release preset and runs the main job: the
-# seed rechunk of Cubed #502. Writes the seed array (10000 x 10000 float64,
-# chunks (10000, 1000), 800 MB), rechunks it to (1000, 10000) with
+# Installs dependencies and Strata itself into .venv (`pip install .`: the
+# wheel's release build, in build/wheel), then runs the main job with the
+# installed `strata` command: the seed rechunk of Cubed #502. Writes the seed
+# array (10000 x 10000 float64, chunks (10000, 1000), 800 MB), rechunks it to (1000, 10000) with
 # allowed_mem 400MB (the plan, with each intermediate's tier and why, is
 # printed first), and verifies the result element by element against the same
 # data generated directly in the target chunking (the data is
@@ -9,11 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/install-deps.sh
-cmake --preset release
-cmake --build --preset release --target strata
+./scripts/install-deps.sh --with-project
 
-STRATA=build/release/bin/strata
+STRATA=.venv/bin/strata
 OUT=${STRATA_MAIN_DIR:-build/main-job}
 mkdir -p "$OUT"
 

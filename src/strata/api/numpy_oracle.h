@@ -1,4 +1,4 @@
-// Test helpers: numpy (the system's /usr/bin/python3, numpy 1.24) as the
+// Test helpers: numpy (the .venv's interpreter, numpy 2) as the
 // oracle of API tests, and host-side random inputs with NaN, inf and -0.0.
 //
 //   NumpyOracle np;
@@ -39,7 +39,12 @@
 
 namespace strata::testing_util {
 
-inline constexpr const char* kPython = "/usr/bin/python3";
+// The interpreter with numpy: $STRATA_PYTHON (ctest sets it to the .venv's,
+// Python_EXECUTABLE), else python3 on PATH.
+inline std::string PythonInterpreter() {
+  const char* python = std::getenv("STRATA_PYTHON");
+  return python != nullptr && *python != '\0' ? python : "python3";
+}
 
 // Writes `a` as a .npy file (format 1.0, little-endian, C order).
 inline void WriteNpy(const std::string& path, const NDArray& a) {
@@ -136,7 +141,7 @@ class NumpyOracle {
       cases << i << '\t' << num_inputs_[i] << '\t' << exprs_[i] << '\n';
     }
     cases.close();
-    const std::string cmd = std::string(kPython) + " " + ScriptPath() + " " + dir_.path() + " 2>&1";
+    const std::string cmd = PythonInterpreter() + " " + ScriptPath() + " " + dir_.path() + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string out;

@@ -1,6 +1,6 @@
 """The numpy side of NumpyOracle (numpy_oracle.h): evaluates each case.
 
-    /usr/bin/python3 numpy_oracle.py DIR
+    .venv/bin/python numpy_oracle.py DIR
 
 DIR holds prelude.py (helpers the cases call), cases.txt (one case per line:
 id, number of inputs, expression, tab-separated) and the inputs

@@ -160,7 +160,7 @@ void RegisterDask(py::module_& m) {
       .def("ops", [](const TaskHost& h) { return OpList(h.plan()); })
       .def(
           "run",
-          [](TaskHost& host, int op, Index block, int attempt, py::list inputs) {
+          [](TaskHost& host, int op, Index block, int attempt, py::list inputs) -> py::tuple {
             std::vector<TaskHost::Input> lent;
             for (py::handle item : inputs) {
               py::tuple t = py::reinterpret_borrow<py::tuple>(item);
@@ -176,10 +176,14 @@ void RegisterDask(py::module_& m) {
               lent.clear();  // the inputs' references are dropped with the GIL
             }
             py::tuple f = py::make_tuple(figures.measured_peak, CurrentRss());
-            if (!out.ok()) return py::make_tuple(py::none(), f, ErrorTuple(out.status()));
+            // (data, figures, error): py::tuple, since pybind11 3 types each
+            // make_tuple by its arguments.
+            if (!out.ok()) {
+              return py::tuple(py::make_tuple(py::none(), f, ErrorTuple(out.status())));
+            }
             py::object data = py::none();
             if (out->has_value()) data = ToNumpy(std::move(**out));
-            return py::make_tuple(data, f, py::none());
+            return py::tuple(py::make_tuple(data, f, py::none()));
           },
           py::arg("op"), py::arg("block"), py::arg("attempt"), py::arg("inputs"));
 }
