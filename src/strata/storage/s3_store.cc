@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "strata/base/byte_size.h"
+#include "strata/storage/s3_credentials_internal.h"
 #include "strata/storage/s3_store_internal.h"
 
 namespace strata {
@@ -549,16 +550,6 @@ int OnUploadSeek(void* user, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
-// Whether `endpoint` ("http://127.0.0.1:4568") names this host.
-bool IsLoopbackEndpoint(std::string_view endpoint) {
-  size_t scheme = endpoint.find("://");
-  std::string_view host = scheme == std::string_view::npos ? endpoint : endpoint.substr(scheme + 3);
-  host = host.substr(0, host.find('/'));
-  if (host.rfind('[', 0) == 0) return host.rfind("[::1]", 0) == 0;
-  host = host.substr(0, host.find(':'));
-  return host == "localhost" || host.rfind("127.", 0) == 0;
-}
-
 // Connection-level failures worth a retry.
 bool IsTransientCurlError(CURLcode rc) {
   switch (rc) {
@@ -669,7 +660,7 @@ class S3Store::Client {
       : options_(options),
         handles_(options.max_concurrency),
         sigv4_(fmt::format("aws:amz:{}:s3", options.region)),
-        loopback_(IsLoopbackEndpoint(options.endpoint)) {}
+        loopback_(internal_storage::IsLoopbackUrl(options.endpoint)) {}
 
   const std::string& endpoint() const { return options_.endpoint; }
   int64_t requests_sent() const { return requests_.load(std::memory_order_relaxed); }
@@ -699,6 +690,15 @@ class S3Store::Client {
           attempts == 1 ? "" : "s", FormatSeconds(options_.timeout_seconds)));
     };
     for (int attempt = 1;; ++attempt) {
+      // Asked for at every attempt: a long retry may outlive the credentials.
+      AwsCredentials credentials;
+      if (options_.credentials != nullptr) {
+        Result<AwsCredentials> current = options_.credentials->Get();
+        if (!current.ok()) {
+          return current.status().WithContext(fmt::format("{}: credentials", request.what));
+        }
+        credentials = *std::move(current);
+      }
       Transfer t;
       t.sink = sink;
       t.upload = request.body;
@@ -707,7 +707,7 @@ class S3Store::Client {
       t.last_progress = std::chrono::steady_clock::now();
       char error_text[CURL_ERROR_SIZE] = {0};
       CurlHeaders headers;
-      Configure(h, request, url, t, headers, error_text);
+      Configure(h, request, url, credentials, t, headers, error_text);
       CURLcode rc = curl_easy_perform(h);
       curl_easy_reset(h);  // no pointers to this attempt's state stay in the handle
       requests_.fetch_add(1, std::memory_order_relaxed);
@@ -786,8 +786,10 @@ class S3Store::Client {
   }
 
  private:
-  void Configure(CURL* h, const Request& request, const std::string& url, Transfer& t,
-                 CurlHeaders& headers, char* error_text) {
+  // `credentials` (empty: unsigned) must outlive the transfer.
+  void Configure(CURL* h, const Request& request, const std::string& url,
+                 const AwsCredentials& credentials, Transfer& t, CurlHeaders& headers,
+                 char* error_text) {
     curl_easy_reset(h);  // keeps the connection cache
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -811,16 +813,16 @@ class S3Store::Client {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-    if (!options_.access_key_id.empty()) {
+    if (!credentials.access_key_id.empty()) {
       curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4_.c_str());
-      curl_easy_setopt(h, CURLOPT_USERNAME, options_.access_key_id.c_str());
-      curl_easy_setopt(h, CURLOPT_PASSWORD, options_.secret_access_key.c_str());
+      curl_easy_setopt(h, CURLOPT_USERNAME, credentials.access_key_id.c_str());
+      curl_easy_setopt(h, CURLOPT_PASSWORD, credentials.secret_access_key.c_str());
     }
     // libcurl signs this header's value as the payload hash. (No "Expect:" to
     // turn off 100-continue: libcurl 7.88 would sign the header it removes.)
     headers.Add("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (!options_.session_token.empty()) {
-      headers.Add("x-amz-security-token: " + options_.session_token);
+    if (!credentials.session_token.empty()) {
+      headers.Add("x-amz-security-token: " + credentials.session_token);
     }
     if (request.range) {
       headers.Add(fmt::format("Range: bytes={}-{}", request.range->first, request.range->second));
@@ -887,12 +889,8 @@ S3Store::Options S3Store::OptionsFromEnvironment() {
   Options options;
   options.endpoint = Getenv("AWS_ENDPOINT_URL_S3");
   if (options.endpoint.empty()) options.endpoint = Getenv("AWS_ENDPOINT_URL");
-  options.region = Getenv("AWS_REGION");
-  if (options.region.empty()) options.region = Getenv("AWS_DEFAULT_REGION");
+  options.region = ResolveAwsRegion("");
   if (options.region.empty()) options.region = "us-east-1";
-  options.access_key_id = Getenv("AWS_ACCESS_KEY_ID");
-  options.secret_access_key = Getenv("AWS_SECRET_ACCESS_KEY");
-  options.session_token = Getenv("AWS_SESSION_TOKEN");
   return options;
 }
 
@@ -915,6 +913,7 @@ Result<S3Store::Options> S3Store::ParseUrl(std::string_view url) {
         fmt::format("'{}' names no bucket (expected s3://bucket/prefix)", url));
   }
   if (slash != std::string_view::npos) options.prefix = std::string(rest.substr(slash + 1));
+  bool region_given = false;
   while (!query.empty()) {
     size_t amp = query.find('&');
     std::string_view item = query.substr(0, amp);
@@ -931,6 +930,19 @@ Result<S3Store::Options> S3Store::ParseUrl(std::string_view url) {
       options.endpoint = value;
     } else if (name == "region") {
       options.region = value;
+      region_given = true;
+    } else if (name == "profile") {
+      if (value.empty()) return InvalidArgumentError("s3 URL option profile= names no profile");
+      options.profile = value;
+    } else if (name == "anon") {
+      if (value == "true" || value == "1" || value.empty()) {
+        options.anonymous = true;
+      } else if (value == "false" || value == "0") {
+        options.anonymous = false;
+      } else {
+        return InvalidArgumentError(
+            fmt::format("s3 URL option anon={} must be true or false", value));
+      }
     } else if (name == "max_concurrency") {
       STRATA_ASSIGN_OR_RETURN(int64_t v, ParseIntOption(name, value));
       options.max_concurrency = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 20));
@@ -954,12 +966,17 @@ Result<S3Store::Options> S3Store::ParseUrl(std::string_view url) {
       (name == "part_size" ? options.part_size : options.multipart_threshold) = *bytes;
     } else {
       return InvalidArgumentError(fmt::format(
-          "unknown s3 URL option '{}' in '{}' (known: endpoint, region, max_concurrency, "
-          "max_retries, timeout, multipart_threshold, part_size, list_page_size; credentials come "
-          "from "
-          "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+          "unknown s3 URL option '{}' in '{}' (known: endpoint, region, profile, anon, "
+          "max_concurrency, max_retries, timeout, multipart_threshold, part_size, "
+          "list_page_size; credentials come from the AWS credential chain: AWS_ACCESS_KEY_ID, "
+          "~/.aws/credentials, web identity, container or instance metadata)",
           name, url));
     }
+  }
+  // A profile named in the URL brings its region, unless one was given.
+  if (!options.profile.empty() && !region_given) {
+    std::string region = ResolveAwsRegion(options.profile);
+    if (!region.empty()) options.region = std::move(region);
   }
   return options;
 }
@@ -986,7 +1003,7 @@ Result<std::unique_ptr<S3Store>> S3Store::Open(Options options) {
     return bad(fmt::format("endpoint '{}' must start with http:// or https://", options.endpoint));
   }
   if (options.access_key_id.empty() != options.secret_access_key.empty()) {
-    return bad("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be given together");
+    return bad("access_key_id and secret_access_key must be given together");
   }
   if (options.max_concurrency < 1) return bad("max_concurrency must be at least 1");
   if (options.max_retries < 0) return bad("max_retries must not be negative");
@@ -996,6 +1013,29 @@ Result<std::unique_ptr<S3Store>> S3Store::Open(Options options) {
     return bad("list_page_size must be 1..1000");
   }
   GlobalInitCurl();
+  if (options.anonymous) {
+    options.credentials = nullptr;
+  } else if (options.credentials == nullptr) {
+    if (!options.access_key_id.empty()) {
+      AwsCredentials keys;
+      keys.access_key_id = options.access_key_id;
+      keys.secret_access_key = options.secret_access_key;
+      keys.session_token = options.session_token;
+      options.credentials = StaticAwsCredentialProvider(std::move(keys), "options");
+    } else {
+      AwsCredentialChainOptions chain;
+      chain.profile = options.profile;
+      chain.region = options.region;
+      chain.sts_timeout_seconds = options.timeout_seconds;
+      Result<std::shared_ptr<AwsCredentialProvider>> resolved = ResolveAwsCredentialChain(chain);
+      if (!resolved.ok()) {
+        return resolved.status().WithContext(
+            options.prefix.empty() ? fmt::format("s3://{}", options.bucket)
+                                   : fmt::format("s3://{}/{}", options.bucket, options.prefix));
+      }
+      options.credentials = *std::move(resolved);
+    }
+  }
   std::unique_ptr<S3Store> store(new S3Store(std::move(options)));
 
   // The bucket must exist: one small listing (HEAD would carry no error code
@@ -1025,6 +1065,10 @@ std::string S3Store::url() const {
 }
 
 int64_t S3Store::requests_sent() const { return client_->requests_sent(); }
+
+std::string S3Store::credential_source() const {
+  return options_.credentials == nullptr ? "anonymous" : options_.credentials->description();
+}
 
 std::string S3Store::RootSlash() const {
   return options_.prefix.empty() ? std::string() : options_.prefix + "/";

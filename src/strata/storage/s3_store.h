@@ -3,14 +3,18 @@
 //
 // A store is rooted at `s3://bucket/prefix`: key "a.zarr/0.0" is the object
 // "prefix/a.zarr/0.0" in the bucket. Requests are path-style
-// (ENDPOINT/bucket/key) and signed with AWS Signature V4 when credentials are
-// given (anonymous otherwise). Get and Size are GET and HEAD, GetRange a GET
+// (ENDPOINT/bucket/key) and signed with AWS Signature V4 with credentials
+// from the standard AWS credential chain (s3_credentials.h: environment,
+// shared files and profiles, web identity, container and instance metadata,
+// refreshed before they expire), or unsigned when `anonymous` is asked for
+// (`?anon=true`). Get and Size are GET and HEAD, GetRange a GET
 // with a byte range, Set a PUT (a multipart upload above
 // `multipart_threshold`), Erase a DELETE, List a ListObjectsV2 walk over its
 // continuation tokens.
 //
-// Lifecycle: Open checks that the bucket exists (one HEAD) and returns the
-// store; every call after that is a self-contained request or sequence of
+// Lifecycle: Open resolves the credentials (failing with one line that lists
+// where it looked when there are none), checks that the bucket exists (one
+// small listing) and returns the store; every call after that is a self-contained request or sequence of
 // requests. Set returns only once the server has acknowledged the whole
 // object, and an S3 PUT (or a completed multipart upload) replaces an object
 // atomically, so readers never see a torn value.
@@ -37,6 +41,7 @@
 #include <string>
 #include <string_view>
 
+#include "strata/storage/s3_credentials.h"
 #include "strata/storage/store.h"
 
 namespace strata {
@@ -51,11 +56,20 @@ class S3Store : public Store {
     // "http://127.0.0.1:4568"; empty: https://s3.REGION.amazonaws.com.
     std::string endpoint;
     std::string region = "us-east-1";
-    // Empty: anonymous (unsigned) requests.
+
+    // Credentials, the first of these that applies:
+    //   `anonymous`: unsigned requests (public buckets; URL option anon=true);
+    //   `credentials`: this provider;
+    //   `access_key_id` and `secret_access_key` (with `session_token`, sent as
+    //   x-amz-security-token): these keys;
+    //   otherwise the AWS credential chain (s3_credentials.h) with `profile`
+    //   (empty: AWS_PROFILE, else "default"; URL option profile=NAME).
+    bool anonymous = false;
+    std::shared_ptr<AwsCredentialProvider> credentials;
     std::string access_key_id;
     std::string secret_access_key;
-    // Temporary credentials (sent as x-amz-security-token).
     std::string session_token;
+    std::string profile;
 
     // Requests in flight at once (a pool of this many connections).
     int max_concurrency = 16;
@@ -84,23 +98,28 @@ class S3Store : public Store {
     int list_page_size = 1000;
   };
 
-  // Options from the environment: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL,
-  // AWS_REGION or AWS_DEFAULT_REGION (default us-east-1), AWS_ACCESS_KEY_ID,
-  // AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN. Bucket and prefix stay empty.
+  // Options from the environment: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL;
+  // AWS_REGION, AWS_DEFAULT_REGION or the profile's region in the AWS config
+  // file (default us-east-1). Bucket and prefix stay empty, and so do the
+  // credentials: Open resolves them through the credential chain.
   static Options OptionsFromEnvironment();
 
   // Options for "s3://bucket/prefix?endpoint=...&region=...": the environment
   // first, then the URL's query options, which take precedence. Options:
-  // endpoint, region, max_concurrency, max_retries, timeout (seconds),
-  // multipart_threshold, part_size, list_page_size. Credentials are never taken from a URL (URLs
-  // end up in messages and plan dumps). InvalidArgument for a malformed URL
-  // or an unknown option.
+  // endpoint, region, profile (an AWS shared-file profile; its region too
+  // unless region= or AWS_REGION says otherwise), anon (true/false: unsigned
+  // requests), max_concurrency, max_retries, timeout (seconds),
+  // multipart_threshold, part_size, list_page_size. Credentials are never
+  // taken from a URL (URLs end up in messages and plan dumps).
+  // InvalidArgument for a malformed URL or an unknown option.
   static Result<Options> ParseUrl(std::string_view url);
 
-  // Checks the options and that the bucket exists. InvalidArgument for bad
-  // options; NotFound "bucket 'x' does not exist at ENDPOINT"; Unavailable when
-  // the endpoint cannot be reached after the retries; PermissionDenied when
-  // the credentials are refused.
+  // Checks the options, resolves the credentials and checks that the bucket
+  // exists. InvalidArgument for bad options; the credential chain's error
+  // (PermissionDenied "no AWS credentials found (looked at: ...)" when there
+  // are none), prefixed with the store's URL; NotFound "bucket 'x' does not
+  // exist at ENDPOINT"; Unavailable when the endpoint cannot be reached after
+  // the retries; PermissionDenied when the credentials are refused.
   static Result<std::unique_ptr<S3Store>> Open(Options options);
 
   ~S3Store() override;
@@ -125,6 +144,9 @@ class S3Store : public Store {
   bool cheap_ranged_reads() const override { return false; }
 
   const Options& options() const { return options_; }
+  // Where the credentials come from ("environment", "web identity (role
+  // ...)", "anonymous"), for messages and tests.
+  std::string credential_source() const;
 
   // Requests sent so far, retries included (for tests and benchmarks).
   int64_t requests_sent() const;

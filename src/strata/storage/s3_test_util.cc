@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -167,6 +170,167 @@ S3TestServer& SharedS3TestServer() {
     ::testing::AddGlobalTestEnvironment(new SharedServerEnvironment());
   }
   return *slot;
+}
+
+FakeHttpServer::FakeHttpServer(Handler handler) : handler_(std::move(handler)) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  STRATA_CHECK(fd_ >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  STRATA_CHECK(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  STRATA_CHECK(::listen(fd_, 16) == 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this] { Serve(); });
+}
+
+FakeHttpServer::~FakeHttpServer() {
+  stop_ = true;
+  thread_.join();
+  for (int client : held_) ::close(client);
+  ::close(fd_);
+}
+
+std::string FakeHttpServer::endpoint() const { return fmt::format("http://127.0.0.1:{}", port_); }
+
+std::vector<FakeHttpServer::Request> FakeHttpServer::requests() const {
+  std::lock_guard lock(mu_);
+  return requests_;
+}
+
+int FakeHttpServer::ClosedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  STRATA_CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);  // bound, never listened on: connections to it are refused
+  return ntohs(addr.sin_port);
+}
+
+namespace {
+
+// Waits up to 20 ms for `fd` to be readable.
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 20) > 0;
+}
+
+}  // namespace
+
+void FakeHttpServer::Serve() {
+  while (!stop_) {
+    if (!Readable(fd_)) continue;
+    int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    std::string data;
+    char buf[4096];
+    size_t header_end;
+    bool closed = false;
+    while ((header_end = data.find("\r\n\r\n")) == std::string::npos && !stop_) {
+      if (!Readable(client)) continue;
+      ssize_t n = ::read(client, buf, sizeof(buf));
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
+      data.append(buf, static_cast<size_t>(n));
+    }
+    if (closed || header_end == std::string::npos) {
+      ::close(client);
+      continue;
+    }
+    Request request;
+    std::string_view head(data.data(), header_end);
+    size_t line_end = head.find("\r\n");
+    std::string_view first = head.substr(0, line_end);
+    size_t sp1 = first.find(' ');
+    size_t sp2 = first.find(' ', sp1 + 1);
+    request.method = std::string(first.substr(0, sp1));
+    request.target = std::string(first.substr(sp1 + 1, sp2 - sp1 - 1));
+    size_t content_length = 0;
+    while (line_end != std::string_view::npos) {
+      size_t next = head.find("\r\n", line_end + 2);
+      std::string_view line = head.substr(line_end + 2, next == std::string_view::npos
+                                                            ? std::string_view::npos
+                                                            : next - line_end - 2);
+      line_end = next;
+      size_t colon = line.find(':');
+      if (colon == std::string_view::npos) continue;
+      std::string name(line.substr(0, colon));
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+      request.headers[name] = std::string(value);
+      if (name == "content-length") content_length = std::stoul(std::string(value));
+    }
+    request.body = data.substr(header_end + 4);
+    while (request.body.size() < content_length && !stop_) {
+      if (!Readable(client)) continue;
+      ssize_t n = ::read(client, buf, sizeof(buf));
+      if (n <= 0) break;
+      request.body.append(buf, static_cast<size_t>(n));
+    }
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(request);
+    }
+    Reply reply = handler_(request);
+    if (reply.hang) {
+      held_.push_back(client);  // open and silent until the server stops
+      continue;
+    }
+    std::string text = fmt::format(
+        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", reply.status,
+        reply.body.size(), reply.body);
+    for (size_t sent = 0; sent < text.size();) {
+      ssize_t n = ::send(client, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(client);
+  }
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = old;
+  if (value) {
+    ::setenv(name, value, 1);
+  } else {
+    ::unsetenv(name);
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) {
+    ::setenv(name_, old_->c_str(), 1);
+  } else {
+    ::unsetenv(name_);
+  }
+}
+
+HermeticAwsEnvironment::HermeticAwsEnvironment() : dir_("strata-aws") {
+  for (const char* name :
+       {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3", "AWS_STS_REGIONAL_ENDPOINTS",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+        "AWS_EC2_METADATA_V1_DISABLED", "AWS_METADATA_SERVICE_TIMEOUT",
+        "AWS_METADATA_SERVICE_NUM_ATTEMPTS"}) {
+    env_.push_back(std::make_unique<ScopedEnv>(name, nullptr));
+  }
+  // Never the real instance metadata address from a test.
+  env_.push_back(std::make_unique<ScopedEnv>("AWS_EC2_METADATA_DISABLED", "true"));
+  env_.push_back(
+      std::make_unique<ScopedEnv>("AWS_SHARED_CREDENTIALS_FILE", credentials_file().c_str()));
+  env_.push_back(std::make_unique<ScopedEnv>("AWS_CONFIG_FILE", config_file().c_str()));
 }
 
 std::string UniqueS3Prefix() {

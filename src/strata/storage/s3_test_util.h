@@ -9,15 +9,30 @@
 // SharedS3TestServer() is one server per test process, started on first use
 // and stopped by a gtest Environment at the end of the program.
 //
+// FakeHttpServer: a small HTTP/1.1 server on 127.0.0.1 that answers with a
+// handler and records the requests, to stand in for STS and the container
+// and instance metadata services. ScopedEnv sets an environment variable for
+// one scope; HermeticAwsEnvironment clears every variable the AWS credential
+// chain reads and points its files into a temporary directory.
+//
 // Thread-safety: Start/Stop from one thread; endpoint() and StoreOptions()
-// may be called from any thread while the server runs.
+// may be called from any thread while the server runs. FakeHttpServer calls
+// its handler on its own thread, one request at a time. ScopedEnv and
+// HermeticAwsEnvironment change the process environment: use them only
+// where no other thread reads it.
 #ifndef STRATA_STORAGE_S3_TEST_UTIL_H_
 #define STRATA_STORAGE_S3_TEST_UTIL_H_
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "strata/base/status.h"
@@ -61,6 +76,74 @@ class S3TestServer {
   int stdout_fd_ = -1;
   int port_ = 0;
   std::string endpoint_;
+};
+
+class FakeHttpServer {
+ public:
+  struct Request {
+    std::string method;
+    std::string target;  // path and query: "/latest/api/token"
+    std::map<std::string, std::string> headers;  // names lower-case
+    std::string body;
+  };
+  struct Reply {
+    int status = 200;
+    std::string body;
+    // Keep the connection open and never answer (until the server stops),
+    // while serving further connections.
+    bool hang = false;
+  };
+  using Handler = std::function<Reply(const Request&)>;
+
+  explicit FakeHttpServer(Handler handler);
+  ~FakeHttpServer();
+  FakeHttpServer(const FakeHttpServer&) = delete;
+  FakeHttpServer& operator=(const FakeHttpServer&) = delete;
+
+  // "http://127.0.0.1:PORT".
+  std::string endpoint() const;
+  // The requests so far, in order.
+  std::vector<Request> requests() const;
+  // A port on 127.0.0.1 that nothing listens on (it refuses connections).
+  static int ClosedPort();
+
+ private:
+  void Serve();
+  Handler handler_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  std::vector<Request> requests_;  // guarded by mu_
+  std::vector<int> held_;          // connections left unanswered; the serving thread's
+  std::thread thread_;
+};
+
+class ScopedEnv {
+ public:
+  // `value` null: unset.
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class HermeticAwsEnvironment {
+ public:
+  HermeticAwsEnvironment();
+  // The directory AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE point into
+  // (as "credentials" and "config", which do not exist yet).
+  const std::string& dir() const { return dir_.path(); }
+  std::string credentials_file() const { return dir() + "/credentials"; }
+  std::string config_file() const { return dir() + "/config"; }
+
+ private:
+  TempDir dir_;
+  std::vector<std::unique_ptr<ScopedEnv>> env_;
 };
 
 // The bucket SharedS3TestServer() creates.
