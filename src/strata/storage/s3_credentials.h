@@ -7,7 +7,8 @@
 // are not tried, so a broken setup is never papered over by another one):
 //
 //   1. environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and optionally
-//      AWS_SESSION_TOKEN.
+//      AWS_SESSION_TOKEN. Skipped when the options name a profile (the URL's
+//      profile=), as boto3.Session(profile_name=...) skips it.
 //   2. shared files, profile `profile` (else AWS_PROFILE, else "default"):
 //      keys in the credentials file (AWS_SHARED_CREDENTIALS_FILE, default
 //      ~/.aws/credentials, section [NAME]), else in the config file
@@ -18,8 +19,9 @@
 //      AWS_ROLE_SESSION_NAME): STS AssumeRoleWithWebIdentity at
 //      AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL, else
 //      https://sts.REGION.amazonaws.com (https://sts.amazonaws.com with no
-//      region or AWS_STS_REGIONAL_ENDPOINTS=legacy). The token file is read
-//      again at every refresh (Kubernetes rotates it).
+//      region or AWS_STS_REGIONAL_ENDPOINTS=legacy); the call, retries
+//      included, gets `sts_timeout_seconds`. The token file is read again at
+//      every refresh (Kubernetes rotates it).
 //   4. container: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (on
 //      http://169.254.170.2) or AWS_CONTAINER_CREDENTIALS_FULL_URI, with the
 //      header "Authorization:" from AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or

@@ -393,6 +393,22 @@ TEST(AwsChainTest, WebIdentityErrorsNameStsAndTheCause) {
                 HasSubstr("web identity: STS at " + dead + " could not be reached (3 attempts)"));
   }
   {
+    // STS that accepts and never answers: the budget, not a hang.
+    FakeHttpServer sts([](const Request&) { return Reply{200, "", /*hang=*/true}; });
+    ScopedEnv endpoint("AWS_ENDPOINT_URL_STS", sts.endpoint().c_str());
+    AwsCredentialChainOptions options;
+    options.sts_timeout_seconds = 0.5;
+    const auto start = std::chrono::steady_clock::now();
+    Result<std::shared_ptr<AwsCredentialProvider>> r = ResolveAwsCredentialChain(options);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+    EXPECT_THAT(Message(r.status()),
+                HasSubstr("web identity: STS at " + sts.endpoint() + " could not be reached"));
+    EXPECT_THAT(Message(r.status()), HasSubstr("timed out"));
+    EXPECT_LT(seconds, 20);
+  }
+  {
     ScopedEnv endpoint("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1");
     ScopedEnv missing("AWS_WEB_IDENTITY_TOKEN_FILE", (env.dir() + "/absent").c_str());
     Result<std::shared_ptr<AwsCredentialProvider>> r = Resolve();
