@@ -110,7 +110,9 @@ Result<IniSections> ParseAwsIni(std::string_view text, std::string_view path) {
     std::string_view value = Trim(line.substr(eq + 1));
     // An inline comment needs a blank before it, as in botocore.
     for (std::string_view mark : {" #", " ;", "\t#", "\t;"}) {
-      if (size_t c = value.find(mark); c != std::string_view::npos) value = Trim(value.substr(0, c));
+      if (size_t c = value.find(mark); c != std::string_view::npos) {
+        value = Trim(value.substr(0, c));
+      }
     }
     (*current)[key] = std::string(value);
     after_key = true;
@@ -265,7 +267,8 @@ std::string ExpandUser(std::string path) {
 
 // The file's text, nullopt when it does not exist; an error naming `what`
 // when it exists but cannot be read.
-Result<std::optional<std::string>> ReadFileIfExists(const std::string& path, std::string_view what) {
+Result<std::optional<std::string>> ReadFileIfExists(const std::string& path,
+                                                    std::string_view what) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>();
@@ -332,7 +335,9 @@ Result<HttpReply> HttpSend(const HttpCall& call) {
   char error_text[CURL_ERROR_SIZE] = {0};
   HttpReply reply;
   curl_slist* headers = nullptr;
-  for (const std::string& header : call.headers) headers = curl_slist_append(headers, header.c_str());
+  for (const std::string& header : call.headers) {
+    headers = curl_slist_append(headers, header.c_str());
+  }
   const long timeout_ms = static_cast<long>(std::max(1.0, std::ceil(call.timeout_seconds * 1000)));
   curl_easy_setopt(h, CURLOPT_URL, call.url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -643,7 +648,9 @@ Result<ImdsOutcome> FetchImds(const ImdsConfig& config) {
   token_call.url = config.endpoint + "/latest/api/token";
   token_call.headers = {"x-aws-ec2-metadata-token-ttl-seconds: 21600"};
   Result<HttpReply> token = send(token_call);
-  if (!token.ok()) return ImdsOutcome{std::nullopt, fmt::format("unreachable: {}", token.status().message())};
+  if (!token.ok()) {
+    return ImdsOutcome{std::nullopt, fmt::format("unreachable: {}", token.status().message())};
+  }
   if (token->status == 200 && !is::Trim(token->body).empty()) {
     auth.push_back(fmt::format("x-aws-ec2-metadata-token: {}", is::Trim(token->body)));
   } else if (token->status == 403 || token->status == 404 || token->status == 405) {
@@ -661,7 +668,9 @@ Result<ImdsOutcome> FetchImds(const ImdsConfig& config) {
   role_call.url = config.endpoint + kImdsCredentialsPath;
   role_call.headers = auth;
   Result<HttpReply> role = send(role_call);
-  if (!role.ok()) return ImdsOutcome{std::nullopt, fmt::format("unreachable: {}", role.status().message())};
+  if (!role.ok()) {
+    return ImdsOutcome{std::nullopt, fmt::format("unreachable: {}", role.status().message())};
+  }
   if (role->status == 404) return ImdsOutcome{std::nullopt, "no IAM role attached"};
   if (role->status != 200) return failed(role_call, *role);
   std::string_view name = is::Trim(role->body);
@@ -687,7 +696,8 @@ Result<ImdsOutcome> FetchImds(const ImdsConfig& config) {
 Result<AwsCredentials> RefreshImds(const ImdsConfig& config) {
   STRATA_ASSIGN_OR_RETURN(ImdsOutcome outcome, FetchImds(config));
   if (!outcome.credentials) {
-    return UnavailableError(fmt::format("instance metadata: {}: {}", config.endpoint, outcome.absent));
+    return UnavailableError(
+        fmt::format("instance metadata: {}: {}", config.endpoint, outcome.absent));
   }
   return *std::move(outcome.credentials);
 }

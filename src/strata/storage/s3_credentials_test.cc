@@ -85,8 +85,9 @@ TEST(AwsTimeTest, Iso8601) {
   EXPECT_EQ(*is::ParseIso8601("2026-12-04T21:35:00Z"), t);
   EXPECT_EQ(*is::ParseIso8601("2026-12-04T21:35:00.123Z"), t);
   EXPECT_EQ(*is::ParseIso8601("2026-12-04T21:35:00+00:00"), t);
-  for (const char* bad : {"", "2026-12-04", "2026-12-04T21:35:00", "2026-13-04T21:35:00Z",
-                          "2026-12-04T21:35:00+01:00", "20261204T213500Z", "2026-12-04T21:35:0xZ"}) {
+  for (const char* bad :
+       {"", "2026-12-04", "2026-12-04T21:35:00", "2026-13-04T21:35:00Z",
+        "2026-12-04T21:35:00+01:00", "20261204T213500Z", "2026-12-04T21:35:0xZ"}) {
     EXPECT_EQ(is::ParseIso8601(bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
 }
@@ -448,7 +449,8 @@ TEST(AwsChainTest, ContainerCredentialsWithAuthorization) {
 
   // The token file (EKS Pod Identity) wins over the variable.
   WriteFile(env.dir() + "/eks-token", "from-file\n");
-  ScopedEnv token_file("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (env.dir() + "/eks-token").c_str());
+  const std::string eks_token = env.dir() + "/eks-token";
+  ScopedEnv token_file("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", eks_token.c_str());
   ASSERT_TRUE(Resolve().ok());
   ASSERT_EQ(container.requests().size(), 2u);
   EXPECT_EQ(container.requests()[1].headers["authorization"], "from-file");

@@ -14,10 +14,11 @@
 //
 // Lifecycle: Open resolves the credentials (failing with one line that lists
 // where it looked when there are none), checks that the bucket exists (one
-// small listing) and returns the store; every call after that is a self-contained request or sequence of
-// requests. Set returns only once the server has acknowledged the whole
-// object, and an S3 PUT (or a completed multipart upload) replaces an object
-// atomically, so readers never see a torn value.
+// small listing) and returns the store; every call after that is a
+// self-contained request or sequence of requests. Set returns only once the
+// server has acknowledged the whole object, and an S3 PUT (or a completed
+// multipart upload) replaces an object atomically, so readers never see a
+// torn value.
 //
 // Failures: 5xx, 429 and throttling codes (SlowDown, RequestTimeout),
 // connection failures and timeouts are retried `max_retries` times with
