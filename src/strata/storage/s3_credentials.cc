@@ -773,15 +773,219 @@ std::string Setting(const std::optional<std::map<std::string, std::string>>& sec
 }
 
 // ---------------------------------------------------------------------------
-// Resolved network providers, shared between stores of one configuration.
+// The sources, in the chain's order. Each returns its provider, nothing when
+// it is not configured (noting in `looked` where it looked), or the error of
+// a configured source that fails.
 
-std::mutex cache_mu;
-std::map<std::string, std::shared_ptr<AwsCredentialProvider>>& ProviderCache() {
-  static auto* cache = new std::map<std::string, std::shared_ptr<AwsCredentialProvider>>();
-  return *cache;  // guarded by cache_mu; never destroyed (used until exit)
+using MaybeProvider = std::optional<std::shared_ptr<AwsCredentialProvider>>;
+
+struct ChainContext {
+  const AwsCredentialChainOptions& options;
+  std::string region;  // for the regional STS endpoint
+  std::vector<std::string> looked;
+};
+
+Result<MaybeProvider> FromEnvironment(ChainContext& chain) {
+  // A profile named in the options wins, as boto3.Session(profile_name=...).
+  if (!chain.options.profile.empty()) {
+    chain.looked.push_back(
+        fmt::format("environment (skipped: profile '{}' asked for)", chain.options.profile));
+    return MaybeProvider();
+  }
+  const std::string key = Getenv("AWS_ACCESS_KEY_ID");
+  const std::string secret = Getenv("AWS_SECRET_ACCESS_KEY");
+  if (key.empty() && secret.empty()) {
+    chain.looked.push_back("environment (AWS_ACCESS_KEY_ID unset)");
+    return MaybeProvider();
+  }
+  if (key.empty() || secret.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "environment: {} is set but {} is not",
+        key.empty() ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID",
+        key.empty() ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY"));
+  }
+  AwsCredentials c;
+  c.access_key_id = key;
+  c.secret_access_key = secret;
+  c.session_token = Getenv("AWS_SESSION_TOKEN");
+  return MaybeProvider(StaticAwsCredentialProvider(std::move(c), "environment"));
 }
 
+Result<MaybeProvider> WebIdentitySource(WebIdentityConfig config, const ChainContext& chain) {
+  if (config.session_name.empty()) config.session_name = DefaultSessionName();
+  config.token_file = ExpandUser(config.token_file);
+  config.sts_endpoint = StsEndpoint(chain.region);
+  config.timeout_seconds = chain.options.sts_timeout_seconds;
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<AwsCredentialProvider> p, WebIdentityProvider(config));
+  return MaybeProvider(std::move(p));
+}
+
+Result<MaybeProvider> FromSharedFiles(ChainContext& chain) {
+  const std::string name = ProfileName(chain.options.profile);
+  STRATA_ASSIGN_OR_RETURN(Profile profile, LoadProfile(name));
+  const std::string where = fmt::format("profile '{}' in {} and {}", name,
+                                        profile.credentials_path, profile.config_path);
+  if (!profile.credentials && !profile.config) {
+    // A profile named other than "default" must exist; "default" may not.
+    if (name != "default") {
+      return InvalidArgumentError(fmt::format("shared files: profile '{}' is in neither {} nor {}",
+                                              name, profile.credentials_path,
+                                              profile.config_path));
+    }
+    chain.looked.push_back(fmt::format("shared files ({}: absent)", where));
+    return MaybeProvider();
+  }
+  // Keys: the credentials file's section, else the config file's.
+  for (const auto* section : {&profile.credentials, &profile.config}) {
+    const std::string key = Setting(*section, "aws_access_key_id");
+    const std::string secret = Setting(*section, "aws_secret_access_key");
+    if (key.empty() && secret.empty()) continue;
+    const std::string& path =
+        section == &profile.credentials ? profile.credentials_path : profile.config_path;
+    if (key.empty() || secret.empty()) {
+      return InvalidArgumentError(
+          fmt::format("shared files: profile '{}' in {} has {} but not {}", name, path,
+                      key.empty() ? "aws_secret_access_key" : "aws_access_key_id",
+                      key.empty() ? "aws_access_key_id" : "aws_secret_access_key"));
+    }
+    AwsCredentials c;
+    c.access_key_id = key;
+    c.secret_access_key = secret;
+    c.session_token = Setting(*section, "aws_session_token");
+    return MaybeProvider(StaticAwsCredentialProvider(
+        std::move(c), fmt::format("shared files (profile '{}' in {})", name, path)));
+  }
+  // Web identity configured in the profile.
+  WebIdentityConfig config;
+  config.token_file = Setting(profile.config, "web_identity_token_file");
+  config.role_arn = Setting(profile.config, "role_arn");
+  config.session_name = Setting(profile.config, "role_session_name");
+  if (!config.token_file.empty()) {
+    if (config.role_arn.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "shared files: profile '{}' in {} has web_identity_token_file but no role_arn", name,
+          profile.config_path));
+    }
+    return WebIdentitySource(std::move(config), chain);
+  }
+  // What the SDKs can do and this chain cannot: say so rather than skip.
+  for (const char* unsupported : {"credential_process", "source_profile", "credential_source",
+                                  "sso_session", "sso_start_url"}) {
+    if (!Setting(profile.config, unsupported).empty()) {
+      return UnimplementedError(fmt::format(
+          "shared files: profile '{}' in {} uses {}, which strata does not support (give the "
+          "profile aws_access_key_id/aws_secret_access_key, or web_identity_token_file and "
+          "role_arn)",
+          name, profile.config_path, unsupported));
+    }
+  }
+  chain.looked.push_back(fmt::format("shared files ({}: no credentials in it)", where));
+  return MaybeProvider();
+}
+
+Result<MaybeProvider> FromWebIdentity(ChainContext& chain) {
+  WebIdentityConfig config;
+  config.token_file = Getenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+  config.role_arn = Getenv("AWS_ROLE_ARN");
+  config.session_name = Getenv("AWS_ROLE_SESSION_NAME");
+  if (config.token_file.empty() && config.role_arn.empty()) {
+    chain.looked.push_back("web identity (AWS_WEB_IDENTITY_TOKEN_FILE unset)");
+    return MaybeProvider();
+  }
+  if (config.token_file.empty() || config.role_arn.empty()) {
+    const bool no_file = config.token_file.empty();
+    return InvalidArgumentError(fmt::format(
+        "web identity: {} is set but {} is not",
+        no_file ? "AWS_ROLE_ARN" : "AWS_WEB_IDENTITY_TOKEN_FILE",
+        no_file ? "AWS_WEB_IDENTITY_TOKEN_FILE" : "AWS_ROLE_ARN"));
+  }
+  return WebIdentitySource(std::move(config), chain);
+}
+
+Result<MaybeProvider> FromContainer(ChainContext& chain) {
+  const std::string relative = Getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  const std::string full = Getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  if (relative.empty() && full.empty()) {
+    chain.looked.push_back("container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/_FULL_URI unset)");
+    return MaybeProvider();
+  }
+  ContainerConfig config;
+  if (!relative.empty()) {
+    config.url = "http://169.254.170.2" + (relative.front() == '/' ? relative : "/" + relative);
+  } else {
+    config.url = full;
+    const bool https = full.rfind("https://", 0) == 0;
+    const bool http = full.rfind("http://", 0) == 0;
+    if (!https && !(http && is::IsAllowedContainerHost(full))) {
+      return InvalidArgumentError(fmt::format(
+          "container credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI {} must be https:// or "
+          "http:// to a loopback address, 169.254.170.2, 169.254.170.23 or [fd00:ec2::23]",
+          full));
+    }
+  }
+  config.token_file = Getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+  config.token = Getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  STRATA_ASSIGN_OR_RETURN(AwsCredentials first, FetchContainerCredentials(config));
+  return MaybeProvider(std::make_shared<RefreshingProvider>(
+      fmt::format("container credentials ({})", config.url),
+      [config] { return FetchContainerCredentials(config); }, std::move(first)));
+}
+
+Result<MaybeProvider> FromInstanceMetadata(ChainContext& chain) {
+  if (EnvIsTrue("AWS_EC2_METADATA_DISABLED")) {
+    chain.looked.push_back("instance metadata (AWS_EC2_METADATA_DISABLED=true)");
+    return MaybeProvider();
+  }
+  ImdsConfig config;
+  config.endpoint = Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  if (config.endpoint.empty()) {
+    const std::string mode = Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
+    if (is::Lower(mode) == "ipv6") {
+      config.endpoint = "http://[fd00:ec2::254]";
+    } else if (mode.empty() || is::Lower(mode) == "ipv4") {
+      config.endpoint = "http://169.254.169.254";
+    } else {
+      return InvalidArgumentError(fmt::format(
+          "instance metadata: AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE={} is not IPv4 or IPv6",
+          mode));
+    }
+  }
+  while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
+  STRATA_ASSIGN_OR_RETURN(config.timeout_seconds,
+                          PositiveNumberFromEnv("AWS_METADATA_SERVICE_TIMEOUT", 1));
+  STRATA_ASSIGN_OR_RETURN(double attempts,
+                          PositiveNumberFromEnv("AWS_METADATA_SERVICE_NUM_ATTEMPTS", 1));
+  config.attempts = std::max(1, static_cast<int>(attempts));
+  config.v1_disabled = EnvIsTrue("AWS_EC2_METADATA_V1_DISABLED");
+  STRATA_ASSIGN_OR_RETURN(ImdsOutcome outcome, FetchImds(config));
+  if (!outcome.credentials) {
+    chain.looked.push_back(
+        fmt::format("instance metadata {} ({})", config.endpoint, outcome.absent));
+    return MaybeProvider();
+  }
+  return MaybeProvider(std::make_shared<RefreshingProvider>(
+      fmt::format("instance metadata ({})", config.endpoint),
+      [config] { return RefreshImds(config); }, *std::move(outcome.credentials)));
+}
+
+using Source = Result<MaybeProvider> (*)(ChainContext&);
+constexpr Source kChain[] = {FromEnvironment, FromSharedFiles, FromWebIdentity, FromContainer,
+                             FromInstanceMetadata};
+
+// ---------------------------------------------------------------------------
+// Resolved providers, shared between stores of one configuration (so that
+// opening many stores costs one STS or metadata call, not one each).
+
+// Every variable the chain reads.
 constexpr const char* kChainVariables[] = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "HOME",
     "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_ROLE_ARN",
     "AWS_ROLE_SESSION_NAME",
@@ -800,29 +1004,26 @@ constexpr const char* kChainVariables[] = {
     "AWS_METADATA_SERVICE_NUM_ATTEMPTS",
 };
 
-// Looks up `key` in the cache, else resolves with `resolve` and keeps a
-// provider it returns.
-Result<std::optional<std::shared_ptr<AwsCredentialProvider>>> Cached(
-    const std::string& key,
-    const std::function<Result<std::optional<std::shared_ptr<AwsCredentialProvider>>>()>&
-        resolve) {
-  {
-    std::lock_guard lock(cache_mu);
-    auto it = ProviderCache().find(key);
-    if (it != ProviderCache().end()) {
-      return std::optional<std::shared_ptr<AwsCredentialProvider>>(it->second);
-    }
+// The configuration the chain resolves from: the options, the variables and
+// the shared files' contents (a file edited in place is a new configuration).
+std::string ConfigurationKey(const AwsCredentialChainOptions& options, const std::string& region) {
+  std::string key = fmt::format("profile={}\nregion={}\ntimeout={}\n", options.profile, region,
+                                options.sts_timeout_seconds);
+  for (const char* name : kChainVariables) key += fmt::format("{}={}\n", name, Getenv(name));
+  for (const std::string& path : {CredentialsFilePath(), ConfigFilePath()}) {
+    Result<std::optional<std::string>> text = ReadFileIfExists(path, "");
+    key += fmt::format("{}:{}\n", path, text.ok() ? text->value_or("(absent)") : "(unreadable)");
   }
-  STRATA_ASSIGN_OR_RETURN(std::optional<std::shared_ptr<AwsCredentialProvider>> provider,
-                          resolve());
-  if (provider) {
-    std::lock_guard lock(cache_mu);
-    ProviderCache().emplace(key, *provider);
-  }
-  return provider;
+  return key;
 }
 
-using MaybeProvider = std::optional<std::shared_ptr<AwsCredentialProvider>>;
+std::mutex cache_mu;
+// Never destroyed: stores on other threads may still use their providers
+// while the process exits.
+std::map<std::string, std::shared_ptr<AwsCredentialProvider>>& ProviderCache() {
+  static auto* cache = new std::map<std::string, std::shared_ptr<AwsCredentialProvider>>();
+  return *cache;  // guarded by cache_mu
+}
 
 }  // namespace
 
@@ -842,213 +1043,28 @@ std::string ResolveAwsRegion(std::string_view profile) {
 
 Result<std::shared_ptr<AwsCredentialProvider>> ResolveAwsCredentialChain(
     const AwsCredentialChainOptions& options) {
-  std::vector<std::string> looked;
-
-  // 1. The environment (not with a profile named in the options: the SDKs
-  //    then use the profile, as boto3.Session(profile_name=...) does).
-  const std::string env_key = Getenv("AWS_ACCESS_KEY_ID");
-  const std::string env_secret = Getenv("AWS_SECRET_ACCESS_KEY");
-  if (!options.profile.empty()) {
-    looked.push_back(fmt::format("environment (skipped: profile '{}' asked for)", options.profile));
-  } else if (!env_key.empty() || !env_secret.empty()) {
-    if (env_key.empty() || env_secret.empty()) {
-      return InvalidArgumentError(fmt::format("environment: {} is set but {} is not",
-                                              env_key.empty() ? "AWS_SECRET_ACCESS_KEY"
-                                                              : "AWS_ACCESS_KEY_ID",
-                                              env_key.empty() ? "AWS_ACCESS_KEY_ID"
-                                                              : "AWS_SECRET_ACCESS_KEY"));
-    }
-    AwsCredentials c;
-    c.access_key_id = env_key;
-    c.secret_access_key = env_secret;
-    c.session_token = Getenv("AWS_SESSION_TOKEN");
-    return StaticAwsCredentialProvider(std::move(c), "environment");
-  } else {
-    looked.push_back("environment (AWS_ACCESS_KEY_ID unset)");
+  ChainContext chain{options,
+                     options.region.empty() ? ResolveAwsRegion(options.profile) : options.region,
+                     {}};
+  const std::string key = ConfigurationKey(options, chain.region);
+  {
+    std::lock_guard lock(cache_mu);
+    auto it = ProviderCache().find(key);
+    if (it != ProviderCache().end()) return it->second;
   }
-
-  const std::string region =
-      options.region.empty() ? ResolveAwsRegion(options.profile) : options.region;
-  std::string cache_key = fmt::format("profile={}\nregion={}\ntimeout={}\n", options.profile,
-                                      region, options.sts_timeout_seconds);
-  for (const char* name : kChainVariables) cache_key += fmt::format("{}={}\n", name, Getenv(name));
-
-  // 2. The shared files.
-  const std::string profile_name = ProfileName(options.profile);
-  // A profile named other than "default" must exist; "default" may not.
-  const bool profile_named = profile_name != "default";
-  STRATA_ASSIGN_OR_RETURN(Profile profile, LoadProfile(profile_name));
-  const std::string where =
-      fmt::format("profile '{}' in {} and {}", profile_name, profile.credentials_path,
-                  profile.config_path);
-  if (!profile.credentials && !profile.config) {
-    if (profile_named) {
-      return InvalidArgumentError(fmt::format(
-          "shared files: profile '{}' is in neither {} nor {}", profile_name,
-          profile.credentials_path, profile.config_path));
-    }
-    looked.push_back(fmt::format("shared files ({}: absent)", where));
-  } else {
-    // Keys: the credentials file's section, else the config file's.
-    for (const auto* section : {&profile.credentials, &profile.config}) {
-      const std::string key = Setting(*section, "aws_access_key_id");
-      const std::string secret = Setting(*section, "aws_secret_access_key");
-      if (key.empty() && secret.empty()) continue;
-      const std::string& path =
-          section == &profile.credentials ? profile.credentials_path : profile.config_path;
-      if (key.empty() || secret.empty()) {
-        return InvalidArgumentError(
-            fmt::format("shared files: profile '{}' in {} has {} but not {}", profile_name, path,
-                        key.empty() ? "aws_secret_access_key" : "aws_access_key_id",
-                        key.empty() ? "aws_access_key_id" : "aws_secret_access_key"));
-      }
-      AwsCredentials c;
-      c.access_key_id = key;
-      c.secret_access_key = secret;
-      c.session_token = Setting(*section, "aws_session_token");
-      return StaticAwsCredentialProvider(
-          std::move(c), fmt::format("shared files (profile '{}' in {})", profile_name, path));
-    }
-    const std::string token_file = Setting(profile.config, "web_identity_token_file");
-    const std::string role_arn = Setting(profile.config, "role_arn");
-    if (!token_file.empty()) {
-      if (role_arn.empty()) {
-        return InvalidArgumentError(
-            fmt::format("shared files: profile '{}' in {} has web_identity_token_file but no "
-                        "role_arn",
-                        profile_name, profile.config_path));
-      }
-      WebIdentityConfig config;
-      config.token_file = ExpandUser(token_file);
-      config.role_arn = role_arn;
-      config.session_name = Setting(profile.config, "role_session_name");
-      if (config.session_name.empty()) config.session_name = DefaultSessionName();
-      config.sts_endpoint = StsEndpoint(region);
-      config.timeout_seconds = options.sts_timeout_seconds;
-      STRATA_ASSIGN_OR_RETURN(
-          MaybeProvider provider,
-          Cached(cache_key + "profile-web-identity=" + config.token_file + "\n" + role_arn,
-                 [&]() -> Result<MaybeProvider> {
-                   STRATA_ASSIGN_OR_RETURN(auto p, WebIdentityProvider(config));
-                   return MaybeProvider(std::move(p));
-                 }));
-      return *provider;
-    }
-    // What the SDKs can do and this chain cannot: say so rather than skip.
-    for (const char* unsupported : {"credential_process", "source_profile", "credential_source",
-                                    "sso_session", "sso_start_url"}) {
-      if (!Setting(profile.config, unsupported).empty()) {
-        return UnimplementedError(fmt::format(
-            "shared files: profile '{}' in {} uses {}, which strata does not support (give the "
-            "profile aws_access_key_id/aws_secret_access_key, or web_identity_token_file and "
-            "role_arn)",
-            profile_name, profile.config_path, unsupported));
-      }
-    }
-    looked.push_back(fmt::format("shared files ({}: no credentials in it)", where));
+  for (Source source : kChain) {
+    STRATA_ASSIGN_OR_RETURN(MaybeProvider provider, source(chain));
+    if (!provider) continue;
+    std::lock_guard lock(cache_mu);
+    // Another thread may have resolved the same configuration meanwhile: keep one.
+    return ProviderCache().emplace(key, *std::move(provider)).first->second;
   }
-
-  return [&]() -> Result<std::shared_ptr<AwsCredentialProvider>> {
-    STRATA_ASSIGN_OR_RETURN(
-        MaybeProvider found, Cached(cache_key, [&]() -> Result<MaybeProvider> {
-          // 3. Web identity from the environment.
-          const std::string token_file = Getenv("AWS_WEB_IDENTITY_TOKEN_FILE");
-          const std::string role_arn = Getenv("AWS_ROLE_ARN");
-          if (!token_file.empty() || !role_arn.empty()) {
-            if (token_file.empty() || role_arn.empty()) {
-              return InvalidArgumentError(fmt::format(
-                  "web identity: {} is set but {} is not",
-                  token_file.empty() ? "AWS_ROLE_ARN" : "AWS_WEB_IDENTITY_TOKEN_FILE",
-                  token_file.empty() ? "AWS_WEB_IDENTITY_TOKEN_FILE" : "AWS_ROLE_ARN"));
-            }
-            WebIdentityConfig config;
-            config.token_file = ExpandUser(token_file);
-            config.role_arn = role_arn;
-            config.session_name = Getenv("AWS_ROLE_SESSION_NAME");
-            if (config.session_name.empty()) config.session_name = DefaultSessionName();
-            config.sts_endpoint = StsEndpoint(region);
-            config.timeout_seconds = options.sts_timeout_seconds;
-            STRATA_ASSIGN_OR_RETURN(auto p, WebIdentityProvider(config));
-            return MaybeProvider(std::move(p));
-          }
-          looked.push_back("web identity (AWS_WEB_IDENTITY_TOKEN_FILE unset)");
-
-          // 4. The container's credentials endpoint.
-          const std::string relative = Getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-          const std::string full = Getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
-          if (!relative.empty() || !full.empty()) {
-            ContainerConfig config;
-            if (!relative.empty()) {
-              config.url = "http://169.254.170.2" +
-                           (relative.front() == '/' ? relative : "/" + relative);
-            } else {
-              config.url = full;
-              const bool https = full.rfind("https://", 0) == 0;
-              const bool http = full.rfind("http://", 0) == 0;
-              if (!https && !(http && is::IsAllowedContainerHost(full))) {
-                return InvalidArgumentError(fmt::format(
-                    "container credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI {} must be https:// "
-                    "or http:// to a loopback address, 169.254.170.2, 169.254.170.23 or "
-                    "[fd00:ec2::23]",
-                    full));
-              }
-            }
-            config.token_file = Getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
-            config.token = Getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
-            STRATA_ASSIGN_OR_RETURN(AwsCredentials first, FetchContainerCredentials(config));
-            return MaybeProvider(std::make_shared<RefreshingProvider>(
-                fmt::format("container credentials ({})", config.url),
-                [config] { return FetchContainerCredentials(config); }, std::move(first)));
-          }
-          looked.push_back("container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/_FULL_URI unset)");
-
-          // 5. The instance metadata service.
-          if (EnvIsTrue("AWS_EC2_METADATA_DISABLED")) {
-            looked.push_back("instance metadata (AWS_EC2_METADATA_DISABLED=true)");
-            return MaybeProvider();
-          }
-          ImdsConfig config;
-          config.endpoint = Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-          if (config.endpoint.empty()) {
-            const std::string mode = is::Lower(Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE"));
-            if (mode == "ipv6") {
-              config.endpoint = "http://[fd00:ec2::254]";
-            } else if (mode.empty() || mode == "ipv4") {
-              config.endpoint = "http://169.254.169.254";
-            } else {
-              return InvalidArgumentError(fmt::format(
-                  "instance metadata: AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE={} is not IPv4 or "
-                  "IPv6",
-                  Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE")));
-            }
-          }
-          while (!config.endpoint.empty() && config.endpoint.back() == '/') {
-            config.endpoint.pop_back();
-          }
-          STRATA_ASSIGN_OR_RETURN(config.timeout_seconds,
-                                  PositiveNumberFromEnv("AWS_METADATA_SERVICE_TIMEOUT", 1));
-          STRATA_ASSIGN_OR_RETURN(double attempts,
-                                  PositiveNumberFromEnv("AWS_METADATA_SERVICE_NUM_ATTEMPTS", 1));
-          config.attempts = std::max(1, static_cast<int>(attempts));
-          config.v1_disabled = EnvIsTrue("AWS_EC2_METADATA_V1_DISABLED");
-          STRATA_ASSIGN_OR_RETURN(ImdsOutcome outcome, FetchImds(config));
-          if (!outcome.credentials) {
-            looked.push_back(fmt::format("instance metadata {} ({})", config.endpoint,
-                                         outcome.absent));
-            return MaybeProvider();
-          }
-          return MaybeProvider(std::make_shared<RefreshingProvider>(
-              fmt::format("instance metadata ({})", config.endpoint),
-              [config] { return RefreshImds(config); }, *std::move(outcome.credentials)));
-        }));
-    if (found) return *found;
-    std::string list;
-    for (const std::string& place : looked) list += (list.empty() ? "" : "; ") + place;
-    return PermissionDeniedError(fmt::format(
-        "no AWS credentials found (looked at: {}); for a public bucket add ?anon=true to the "
-        "s3:// URL",
-        list));
-  }();
+  std::string list;
+  for (const std::string& place : chain.looked) list += (list.empty() ? "" : "; ") + place;
+  return PermissionDeniedError(fmt::format(
+      "no AWS credentials found (looked at: {}); for a public bucket add ?anon=true to the "
+      "s3:// URL",
+      list));
 }
 
 }  // namespace strata

@@ -47,8 +47,9 @@
 // current credentials, fetching new ones when they expire within
 // kAwsCredentialRefreshWindow (if that fetch fails, the old ones are used
 // while they are still valid). Resolved providers are shared process-wide
-// between stores with the same configuration, so that opening many stores
-// costs one STS call, not one each.
+// between stores with the same configuration (options, environment
+// variables, shared files' contents), so that opening many stores costs one
+// STS or metadata call, not one each.
 //
 // Thread-safety: every function and every provider method may be called from
 // many threads at once; a refresh holds the provider's lock, so concurrent
