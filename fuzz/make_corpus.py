@@ -1,7 +1,7 @@
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
 
-Run with Debian's interpreter (zarr-python 2.13, numcodecs):
-    /usr/bin/python3 fuzz/make_corpus.py
+Run with the project's .venv (zarr-python 3, numcodecs):
+    .venv/bin/python fuzz/make_corpus.py
 The seeds are small valid inputs (what zarr-python writes, the S3 responses
 Strata parses) and a few broken ones; libFuzzer mutates from there.
 """
@@ -13,6 +13,7 @@ import tempfile
 import numcodecs
 import numpy as np
 import zarr
+import zarr.codecs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -24,14 +25,15 @@ def put(target, name, data):
         f.write(data if isinstance(data, bytes) else data.encode())
 
 
-# --- Zarr v2: what zarr-python writes, for several dtypes and compressors.
+# --- Zarr v2: what zarr-python 3 writes (zarr_format=2), for several dtypes and compressors.
 with tempfile.TemporaryDirectory() as tmp:
     cases = [("f8", numcodecs.Blosc()), ("<i4", numcodecs.Zstd(level=3)), (">u2", numcodecs.Zlib()),
              ("|b1", None), ("<c16", numcodecs.GZip()), ("<f4", numcodecs.LZ4())]
     for i, (dtype, comp) in enumerate(cases):
         path = os.path.join(tmp, f"a{i}.zarr")
         z = zarr.open_array(path, mode="w", shape=(10, 6), chunks=(4, 3), dtype=dtype,
-                            compressor=comp, fill_value=0, order="F" if i % 2 else "C")
+                            compressor=comp, fill_value=0, order="F" if i % 2 else "C",
+                            zarr_format=2)
         z.attrs["units"] = "K"
         zarray = open(os.path.join(path, ".zarray")).read()
         zattrs = open(os.path.join(path, ".zattrs")).read()
@@ -68,6 +70,31 @@ put("fuzz_zarr_v3_metadata", "array-complex", json.dumps(v3c))
 put("fuzz_zarr_v3_metadata", "group",
     json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {"a": [1, {"b": None}]},
                 "consolidated_metadata": None}))
+
+# --- Zarr v3 as zarr-python 3 itself writes it: its defaults, sharding,
+# variable-length strings, and a group with inline consolidated metadata.
+with tempfile.TemporaryDirectory() as tmp:
+    made = {
+        "zp3-default": dict(shape=(10, 6), chunks=(4, 3), dtype="f8"),
+        "zp3-sharded": dict(shape=(20, 6), chunks=(4, 3), shards=(8, 6), dtype="<i2",
+                            fill_value=-1, dimension_names=["y", "x"]),
+        "zp3-strings": dict(shape=(5,), chunks=(2,), dtype=str),
+        "zp3-blosc-transpose": dict(shape=(10, 6), chunks=(4, 3), dtype=">u4",
+                                    filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
+                                    serializer=zarr.codecs.BytesCodec(endian="big"),
+                                    compressors=zarr.codecs.BloscCodec(cname="zstd")),
+    }
+    for name, kwargs in made.items():
+        path = os.path.join(tmp, f"{name}.zarr")
+        zarr.create_array(path, **kwargs)
+        put("fuzz_zarr_v3_metadata", name, open(os.path.join(path, "zarr.json")).read())
+    path = os.path.join(tmp, "group.zarr")
+    root = zarr.open_group(path, mode="w", attributes={"title": "t"})
+    root.create_array("a", shape=(4,), chunks=(2,), dtype="f4", fill_value=float("nan"))
+    root.create_group("sub").create_array("b", shape=(3, 3), chunks=(3, 3), dtype="c8")
+    zarr.consolidate_metadata(path)
+    put("fuzz_zarr_v3_metadata", "zp3-consolidated-group",
+        open(os.path.join(path, "zarr.json")).read())
 
 # --- Codecs: numcodecs' encodings of a small float64 array, plus a truncation.
 data = np.arange(512, dtype="<f8") * 0.5

@@ -1,13 +1,16 @@
 """Shared fixtures for tests that run the `strata` binary beside zarr-python.
 
-Run with Debian's interpreter, which has zarr 2.13 and numpy:
-    STRATA_BIN=build/debug/bin/strata /usr/bin/python3 -m pytest tests/interop
+Run with the project's .venv (zarr-python 3.1, numcodecs, numpy 2), as ctest does:
+    STRATA_BIN=build/ci/bin/strata .venv/bin/python -m pytest tests/interop
 """
+import asyncio
 import os
 import subprocess
 
 import numpy as np
 import pytest
+import zarr
+import zarr.storage
 
 
 def strata_bin():
@@ -109,3 +112,35 @@ def tree_digest(path):
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, path)] = hashlib.sha256(fh.read()).hexdigest()
     return out
+
+
+# --- zarr-python 3 helpers.
+
+def zarr_v2(path, data=None, *, shape=None, chunks, dtype=None, compressor=None, filters=None,
+            fill_value=0, order="C", dimension_separator="."):
+    """A Zarr v2 array written by zarr-python 3 (zarr_format=2), holding `data`
+    when given, reopened read-only. `compressor=None` stores chunks raw, as in
+    zarr-python 2 (zarr-python 3's own default is "auto": zstd)."""
+    if data is not None:
+        data = np.asarray(data)
+        shape, dtype = data.shape, data.dtype
+    z = zarr.open_array(str(path), mode="w", zarr_format=2, shape=shape, chunks=chunks,
+                        dtype=dtype, compressor=compressor, filters=filters,
+                        fill_value=fill_value, order=order,
+                        dimension_separator=dimension_separator)
+    if data is not None:
+        z[...] = data
+    return zarr.open_array(str(path), mode="r")
+
+
+def codec_chain(a):
+    """A v2 array's filters and compressor, in the order they encode."""
+    m = a.metadata
+    return [*(m.filters or ()), *([m.compressor] if m.compressor is not None else [])]
+
+
+def store_keys(path):
+    """Every key zarr-python's LocalStore lists under path, sorted."""
+    async def collect():
+        return sorted([k async for k in zarr.storage.LocalStore(str(path)).list()])
+    return asyncio.run(collect())

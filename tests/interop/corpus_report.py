@@ -1,6 +1,6 @@
 """How many public Zarr arrays Strata reads: a report, not a test.
 
-    /usr/bin/python3 tests/interop/corpus_report.py [--strata BIN] [--json OUT] ROOT...
+    .venv/bin/python tests/interop/corpus_report.py [--strata BIN] [--json OUT] ROOT...
 
 Walks every ROOT (checkouts of other implementations' repositories, e.g. the
 mirrors of zarr-developers/zarr-python, LDeakin/zarrs, manzt/zarrita.js,
@@ -8,7 +8,7 @@ gzuidhof/zarr.js, google/tensorstore, zarr-developers/zarr_implementations)
 for Zarr arrays (a directory with `.zarray`, or `zarr.json` whose node_type is
 "array"), and for each one runs `strata copy ARRAY TMP --codec none`, which
 decodes every chunk. An array counts as read when that succeeds; for v2 arrays
-that zarr-python 2.13 also reads, the values of Strata's copy must equal
+that zarr-python 3 also reads, the values of Strata's copy must equal
 zarr-python's reading of the original. Prints the counts per format and the
 reason for each refusal (grouped), and writes the details as JSON.
 """
@@ -70,7 +70,7 @@ def main():
             for path, fmt in sorted(find_arrays(root)):
                 out = os.path.join(scratch, "out.zarr")
                 shutil.rmtree(out, ignore_errors=True)
-                # To v2 so that zarr-python 2.13 can read the copy.
+                # To plain v2, which every zarr-python reads.
                 proc = subprocess.run([args.strata, "copy", path, out, "--codec", "none",
                                        "--zarr-format", "2", "--workers", "1"],
                                       capture_output=True, text=True, timeout=300)

@@ -20,7 +20,7 @@ from conftest import synthetic, tree_digest
 
 def make_source(path, compressor=numcodecs.Blosc(), dtype="float64"):
     z = zarr.open_array(str(path), mode="w", shape=(10, 6), chunks=(4, 3), dtype=dtype,
-                        compressor=compressor)
+                        compressor=compressor, zarr_format=2)
     z[...] = synthetic((10, 6), dtype, seed=1)
     return path
 
@@ -183,12 +183,14 @@ def test_empty_directory_is_not_an_array(strata, tmp_path):
 
 def test_group_is_not_an_array(strata, tmp_path):
     # A group is copied whole (test_datasets.py), but --shards is per array.
-    zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
-    proc = strata("copy", tmp_path / "g.zarr", tmp_path / "dst.zarr", "--shards", "10",
-                  check=False)
-    assert_clean_failure(proc, 1, "group")
-    info = strata("info", tmp_path / "g.zarr")
-    assert "group" in info.stdout
+    for fmt in (2, 3):
+        g = tmp_path / f"g{fmt}.zarr"
+        zarr.open_group(str(g), mode="w", zarr_format=fmt)
+        proc = strata("copy", g, tmp_path / "dst.zarr", "--shards", "10", check=False)
+        assert_clean_failure(proc, 1, "group")
+        info = strata("info", g)
+        assert "group" in info.stdout
+        assert not (tmp_path / "dst.zarr").exists()
 
 
 def test_unwritable_destination(strata, tmp_path):

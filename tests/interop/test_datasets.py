@@ -1,6 +1,9 @@
-"""Datasets, not only arrays: groups as xarray writes them (coordinates,
-_ARRAY_DIMENSIONS, consolidated metadata) through `strata info`, `copy` and
-`rechunk --chunks time=-1,...`; and backfill/append with `strata write-region`.
+"""Datasets, not only arrays: groups as xarray and zarr-python 3 write them
+(coordinates, _ARRAY_DIMENSIONS or v3 dimension_names, consolidated metadata
+in .zmetadata or inline in the root zarr.json, nested groups) through
+`strata info`, `copy` and `rechunk --chunks time=-1,...`, and zarr-python
+reading Strata's groups back in both formats; and backfill/append with
+`strata write-region`.
 """
 import json
 import os
@@ -12,10 +15,10 @@ import pytest
 import xarray as xr
 import zarr
 
-from conftest import assert_same
+from conftest import assert_same, store_keys
 
 
-def make_dataset(path, nt=24, nlat=10, nlon=12):
+def make_dataset(path, nt=24, nlat=10, nlon=12, zarr_format=2):
     rng = np.random.default_rng(0)
     ds = xr.Dataset(
         {
@@ -31,7 +34,8 @@ def make_dataset(path, nt=24, nlat=10, nlon=12):
         },
         attrs={"title": "synthetic", "version": 3},
     )
-    ds.chunk({"time": 5, "lat": 5, "lon": 6}).to_zarr(str(path), mode="w", consolidated=True)
+    ds.chunk({"time": 5, "lat": 5, "lon": 6}).to_zarr(str(path), mode="w", consolidated=True,
+                                                       zarr_format=zarr_format)
     return ds
 
 
@@ -52,12 +56,13 @@ def test_info_describes_a_group(strata, tmp_path):
     assert members["lat"]["dtype"] == "float64"
 
 
-def test_info_tree_of_nested_groups_without_consolidated_metadata(strata, tmp_path):
-    root = zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_info_tree_of_nested_groups_without_consolidated_metadata(strata, tmp_path, zarr_format):
+    root = zarr.open_group(str(tmp_path / "g.zarr"), mode="w", zarr_format=zarr_format)
     root.attrs["a"] = 1
     obs = root.create_group("obs")
-    obs.create_dataset("station", shape=(4,), chunks=(2,), dtype="i4")
-    root.create_dataset("grid", shape=(3, 3), chunks=(3, 3), dtype="f8")
+    obs.create_array("station", shape=(4,), chunks=(2,), dtype="i4")
+    root.create_array("grid", shape=(3, 3), chunks=(3, 3), dtype="f8")
     text = strata("info", tmp_path / "g.zarr").stdout
     assert "group (2 arrays, 1 groups)" in text
     assert "├── grid" in text and "└── obs/" in text and "    └── station" in text
@@ -70,7 +75,7 @@ def test_copy_of_a_group_keeps_everything(strata, tmp_path):
     strata("copy", src, out, "--codec", "zstd:level=1")
     got = xr.open_zarr(str(out), consolidated=True)
     xr.testing.assert_identical(got.load(), ds)
-    assert zarr.open_consolidated(str(out))["temperature"].compressor.codec_id == "zstd"
+    assert zarr.open_consolidated(str(out))["temperature"].metadata.compressor.codec_id == "zstd"
 
 
 def test_copy_to_v3_and_back_keeps_dimension_names(strata, tmp_path):
@@ -126,9 +131,118 @@ def test_rechunk_of_a_group_needs_named_chunks(strata, tmp_path):
     assert proc.returncode == 2 and "not name=size" in proc.stderr
 
 
+def test_v3_dataset_as_xarray_writes_it(strata, tmp_path):
+    """xarray on zarr-python 3 writes v3 by default: dimension_names, and the
+    consolidated metadata inline in the root zarr.json."""
+    src = tmp_path / "ds.zarr"
+    ds = make_dataset(src, zarr_format=3)
+    root = json.loads((src / "zarr.json").read_text())
+    assert root["consolidated_metadata"]["kind"] == "inline"
+    j = json.loads(strata("info", src, "--json").stdout)
+    assert j["node_type"] == "group" and j["consolidated"]
+    members = {m["path"]: m for m in j["members"]}
+    assert members["temperature"]["dimensions"] == ["time", "lat", "lon"]
+    assert members["temperature"]["chunks"] == [5, 5, 6]
+    out = tmp_path / "copy.zarr"
+    strata("copy", src, out, "--codec", "blosc")
+    xr.testing.assert_identical(xr.open_zarr(str(out), consolidated=True).load(), ds)
+    ts = tmp_path / "ts.zarr"
+    strata("rechunk", src, ts, "--chunks", "time=-1,lat=2", "--quiet")
+    got = xr.open_zarr(str(ts), consolidated=True)
+    xr.testing.assert_identical(got.load(), ds)
+    assert got["temperature"].encoding["chunks"] == (24, 2, 6)
+    # And into v2, with .zmetadata and _ARRAY_DIMENSIONS. (v3 has no null
+    # fill value: xarray's integer arrays have fill 0, which xarray reads as
+    # a mask in v2; compare the stored values and names.)
+    v2 = tmp_path / "v2.zarr"
+    strata("copy", src, v2, "--zarr-format", "2")
+    assert (v2 / ".zmetadata").is_file()
+    g = zarr.open_consolidated(str(v2))
+    for name in ds.variables:
+        assert_same(g[name][...], ds[name].values)
+        assert g[name].attrs["_ARRAY_DIMENSIONS"] == list(ds[name].dims)
+    got = xr.open_zarr(str(v2), consolidated=True)
+    xr.testing.assert_identical(got["temperature"].variable.load(), ds["temperature"].variable)
+
+
+def zarr_python_group(path, zarr_format, consolidated):
+    """Nested groups and arrays as zarr-python 3 writes them; returns the
+    arrays' values by path."""
+    root = zarr.open_group(str(path), mode="w", zarr_format=zarr_format,
+                           attributes={"title": "nested"})
+    values = {}
+    a = root.create_array("a", shape=(7, 5), chunks=(3, 5), dtype="f4", fill_value=np.nan)
+    a[0:3] = np.arange(15, dtype="f4").reshape(3, 5)
+    values["a"] = a[...]
+    sub = root.create_group("sub", attributes={"level": 1})
+    b = sub.create_array("b", shape=(9,), chunks=(4,), dtype="i2", fill_value=-1)
+    b[...] = np.arange(9, dtype="i2")
+    values["sub/b"] = b[...]
+    deeper = sub.create_group("deeper")
+    c = deeper.create_array("c", shape=(2, 2, 2), chunks=(1, 2, 2), dtype="u8")
+    c[...] = np.arange(8, dtype="u8").reshape(2, 2, 2)
+    values["sub/deeper/c"] = c[...]
+    root.create_group("empty")
+    if consolidated:
+        zarr.consolidate_metadata(str(path))
+    return values
+
+
+def check_zarr_python_reads_group(path, values, consolidated):
+    g = zarr.open_consolidated(str(path)) if consolidated else \
+        zarr.open_group(str(path), mode="r", use_consolidated=False)
+    assert g.attrs["title"] == "nested"
+    assert g["sub"].attrs["level"] == 1
+    assert sorted(name for name, _ in g.members(max_depth=None)) == \
+        ["a", "empty", "sub", "sub/b", "sub/deeper", "sub/deeper/c"]
+    for name, expected in values.items():
+        assert_same(g[name][...], expected)
+    assert np.isnan(g["a"].fill_value) and g["sub/b"].fill_value == -1
+
+
+@pytest.mark.parametrize("src_format", [2, 3])
+@pytest.mark.parametrize("dst_format", [2, 3])
+@pytest.mark.parametrize("consolidated", [True, False])
+def test_groups_both_ways(strata, tmp_path, src_format, dst_format, consolidated):
+    src = tmp_path / "src.zarr"
+    values = zarr_python_group(src, src_format, consolidated)
+    check_zarr_python_reads_group(src, values, consolidated)
+    j = json.loads(strata("info", src, "--json").stdout)
+    assert j["node_type"] == "group" and j["consolidated"] == consolidated
+    kinds = {m["path"]: m["node_type"] for m in j["members"]}
+    assert kinds == {"a": "array", "empty": "group", "sub": "group", "sub/b": "array",
+                     "sub/deeper": "group", "sub/deeper/c": "array"}
+    text = strata("info", src).stdout
+    assert "group (3 arrays, 3 groups" in text, text
+    out = tmp_path / "out.zarr"
+    strata("copy", src, out, "--zarr-format", str(dst_format), "--codec", "zstd:level=1")
+    # Strata writes consolidated metadata where the source had it.
+    check_zarr_python_reads_group(out, values, consolidated)
+    if consolidated:
+        g = zarr.open_consolidated(str(out))
+        assert g.metadata.consolidated_metadata is not None
+        assert sorted(g.metadata.consolidated_metadata.flattened_metadata) == \
+            ["a", "empty", "sub", "sub/b", "sub/deeper", "sub/deeper/c"]
+    strata("verify", src / "sub" / "b", out / "sub" / "b")
+
+
+def test_consolidated_metadata_zarr_python_rewrites(strata, tmp_path):
+    """Strata's consolidated metadata is what zarr-python would consolidate:
+    re-consolidating with zarr-python changes no member's metadata."""
+    src = tmp_path / "src.zarr"
+    values = zarr_python_group(src, 3, consolidated=True)
+    out = tmp_path / "out.zarr"
+    strata("copy", src, out)
+    ours = zarr.open_consolidated(str(out)).metadata.consolidated_metadata.to_dict()
+    zarr.consolidate_metadata(str(out))
+    theirs = zarr.open_consolidated(str(out)).metadata.consolidated_metadata.to_dict()
+    assert ours == theirs
+    check_zarr_python_reads_group(out, values, True)
+
+
 def write_array(path, data, chunks, fill_value=0):
     z = zarr.open_array(str(path), mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        fill_value=fill_value)
+                        fill_value=fill_value, zarr_format=2)
     z[...] = data
     return z
 
@@ -136,8 +250,7 @@ def write_array(path, data, chunks, fill_value=0):
 def zarr_keys_only(path):
     """What zarr-python lists in an array is its metadata and chunk keys only:
     no lock file or other stray key of Strata's (issue 17)."""
-    store = zarr.DirectoryStore(str(path))
-    keys = sorted(store.keys())
+    keys = store_keys(path)
     stray = [k for k in keys if not (k in (".zarray", ".zattrs")
                                      or all(p.isdigit() for p in k.split(".")))]
     assert not stray, keys

@@ -65,9 +65,9 @@ def test_same_array_is_refused_in_every_spelling(strata, tmp_path, verb, fmt):
 @pytest.mark.parametrize("verb", ["rechunk", "copy"])
 def test_nested_locations_are_refused(strata, tmp_path, verb):
     g = tmp_path / "g.zarr"
-    root = zarr.open_group(str(g), mode="w")
+    root = zarr.open_group(str(g), mode="w", zarr_format=2)
     for name in ("x", "y"):
-        root.create_dataset(name, data=synthetic((10, 6), "float64", seed=1), chunks=(4, 3))
+        root.create_array(name, data=synthetic((10, 6), "float64", seed=1), chunks=(4, 3))
     (g / "outer.zarr").mkdir()
     make_source(g / "outer.zarr" / "inner.zarr")
     before = tree_digest(g)
@@ -90,10 +90,10 @@ def test_work_dir_inside_source_is_refused(strata, tmp_path):
 
 def test_overwrite_replaces_only_the_node(strata, tmp_path):
     g = tmp_path / "g.zarr"
-    root = zarr.open_group(str(g), mode="w")
+    root = zarr.open_group(str(g), mode="w", zarr_format=2)
     root.attrs["title"] = "keep me"
     for name in ("x", "y"):
-        root.create_dataset(name, data=synthetic((10, 6), "float64", seed=1), chunks=(4, 3))
+        root.create_array(name, data=synthetic((10, 6), "float64", seed=1), chunks=(4, 3))
     (g / "x" / "README").write_text("not Zarr's")
     src = make_source(tmp_path / "new.zarr", dtype="int16")
     keep = {k: v for k, v in tree_digest(g).items() if not k.startswith("x/")}
@@ -268,7 +268,7 @@ def test_total_system_mem_beyond_the_machine_is_lowered_with_a_warning(strata, t
 def test_chunks_of_fill_value_are_not_written(strata, tmp_path):
     src = tmp_path / "sparse.zarr"
     z = zarr.open_array(str(src), mode="w", shape=(400, 400), chunks=(10, 10), dtype="f8",
-                        fill_value=-1.0)
+                        fill_value=-1.0, zarr_format=2)
     z[0:10, 0:10] = 1.0
     z[390:400, 200:210] = 2.0
     assert len([f for f in os.listdir(src) if not f.startswith(".")]) == 2

@@ -1,22 +1,26 @@
-"""Sharded Zarr v3 arrays against an independent reader and writer.
+"""Sharded Zarr v3 arrays against zarr-python 3 and an independent reader.
 
-zarr-python 3 is not on this machine (Debian has 2.13), so this file carries
-a small implementation of the sharding_indexed format written from the v3
-and sharding specifications (docs/v3/codecs/sharding-indexed in
-zarr-developers/zarr-specs): `write_sharded` makes shards with numpy and
-numcodecs, `read_sharded` decodes them. Strata reads what it writes (index
-at the start or the end, with or without crc32c, missing inner chunks,
-ragged edges, several inner codecs) and it reads what Strata writes
-(`random --shards`, `copy --shards`, `rechunk --shards`).
+zarr-python 3 (the .venv's) writes and reads sharding_indexed itself: Strata
+reads its shards (index at the start or the end, its default and named inner
+codecs, missing inner chunks, ragged edges) and zarr-python reads Strata's
+(`random --shards`, `copy --shards`, `rechunk --shards`). Beside it, this
+file carries a small implementation of the format written from the v3 and
+sharding specifications (docs/v3/codecs/sharding-indexed in
+zarr-developers/zarr-specs): `write_sharded` makes shards zarr-python would
+not (inner chunks stored back to front, no index checksum, damaged
+indexes), `read_sharded` checks the byte layout of Strata's.
 """
 import json
 import os
 import struct
 
 import numcodecs
+import numcodecs.zarr3
 import numpy as np
 import pytest
 import zarr
+
+import zarr.codecs as zc
 
 from conftest import assert_same, synthetic
 
@@ -219,6 +223,9 @@ def test_zarr_python_spec_reader_reads_strata_random(strata, tmp_path):
     assert shards == 4 * 2
     assert_same(got, synthetic((25, 19), "int32", seed=6))
     strata("verify", out, out)
+    z = zarr.open_array(str(out), mode="r")
+    assert z.shards == (8, 10) and z.chunks == (4, 5)
+    assert_same(z[...], synthetic((25, 19), "int32", seed=6))
 
 
 @pytest.mark.parametrize("command", ["copy", "rechunk"])
@@ -239,6 +246,7 @@ def test_copy_and_rechunk_into_shards(strata, tmp_path, command):
     got, shards = read_sharded(out)
     assert shards == 2
     assert_same(got, synthetic((40, 30), "float64", seed=8))
+    assert_same(zarr.open_array(str(out), mode="r")[...], synthetic((40, 30), "float64", seed=8))
     strata("verify", src, out)
     # Two objects for 24 inner chunks.
     assert sorted(os.listdir(out / "c")) == ["0", "1"]
@@ -251,6 +259,7 @@ def test_sharded_to_sharded_with_new_geometry_and_back(strata, tmp_path):
     out = tmp_path / "out.zarr"
     strata("rechunk", src, out, "--chunks", "10,3", "--shards", "30,6")
     assert_same(read_sharded(out)[0], data)
+    assert_same(zarr.open_array(str(out), mode="r")[...], data)
     flat = tmp_path / "flat.zarr"
     strata("copy", out, flat, "--zarr-format", "2")
     z = zarr.open_array(str(flat), mode="r")
@@ -261,7 +270,7 @@ def test_sharded_to_sharded_with_new_geometry_and_back(strata, tmp_path):
 def test_empty_shards_are_not_written(strata, tmp_path):
     src = tmp_path / "zeros.zarr"
     z = zarr.open_array(str(src), mode="w", shape=(20, 20), chunks=(10, 10), dtype="i4",
-                        fill_value=0)
+                        fill_value=0, zarr_format=2)
     z[0:5, 0:5] = 7
     out = tmp_path / "out.zarr"
     strata("copy", src, out, "--shards", "10,20", "--chunks", "5,5")
@@ -269,6 +278,7 @@ def test_empty_shards_are_not_written(strata, tmp_path):
     got, shards = read_sharded(out)
     assert shards == 1
     assert_same(got, z[...])
+    assert_same(zarr.open_array(str(out), mode="r")[...], z[...])
 
 
 @pytest.mark.parametrize("damage,message", [
@@ -293,3 +303,80 @@ def test_bad_shard_index_is_a_clear_error(strata, tmp_path, damage, message):
     proc = strata("copy", src, tmp_path / "out.zarr", "--codec", "none", check=False)
     assert proc.returncode == 1
     assert "shard c/0/0 of" in proc.stderr and message in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------ zarr-python 3's sharding
+
+# Inner codecs (create_array's compressors, after its bytes serializer).
+ZARR_INNER = {
+    "default": "auto",                       # zstd level 0
+    "none": None,
+    "blosc": zc.BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"),
+    "gzip+crc32c": [zc.GzipCodec(level=1), zc.Crc32cCodec()],
+    "numcodecs.zlib": numcodecs.zarr3.Zlib(level=1),
+}
+
+
+@pytest.mark.parametrize("inner", sorted(ZARR_INNER))
+@pytest.mark.parametrize("index_location", ["start", "end"])
+def test_strata_reads_zarr_python_shards(strata, tmp_path, inner, index_location):
+    data = synthetic((21, 17), "float64", seed=3)
+    src = tmp_path / "src.zarr"
+    z = zarr.create_array(str(src), shape=data.shape, dtype=data.dtype, chunks=(5, 4),
+                          shards={"shape": (10, 8), "index_location": index_location},
+                          compressors=ZARR_INNER[inner], fill_value=-1.5)
+    # Inner chunks equal to the fill value are not stored (zarr-python's
+    # write_empty_chunks=False); the last shard row is ragged.
+    expected = data.copy()
+    expected[5:10, 4:8] = -1.5
+    expected[0:5, 8:16] = -1.5
+    z[...] = expected
+    (codec,) = json.loads((src / "zarr.json").read_text())["codecs"]
+    assert codec["name"] == "sharding_indexed"
+    assert codec["configuration"]["index_location"] == index_location
+    assert [c["name"] for c in codec["configuration"]["index_codecs"]] == ["bytes", "crc32c"]
+    info = json.loads(strata("info", src, "--json").stdout)
+    assert info["inner_chunks"] == [5, 4] and info["chunks"] == [10, 8]
+    # To plain v2 (zarr-python reads it) and to Strata's own shards.
+    flat = tmp_path / "flat.zarr"
+    strata("copy", src, flat, "--zarr-format", "2", "--codec", "none")
+    assert_same(zarr.open_array(str(flat), mode="r")[...], expected)
+    resharded = tmp_path / "resharded.zarr"
+    strata("rechunk", src, resharded, "--chunks", "7,3", "--shards", "14,9", "--codec", "zstd")
+    got = zarr.open_array(str(resharded), mode="r")
+    assert (got.shards, got.chunks) == ((14, 9), (7, 3))
+    assert_same(got[...], expected)
+    assert_same(read_sharded(resharded)[0], expected)
+    strata("verify", src, flat)
+    # Unchanged geometry and codecs: zarr-python reads Strata's copy.
+    same = tmp_path / "same.zarr"
+    strata("copy", src, same)
+    assert_same(zarr.open_array(str(same), mode="r")[...], expected)
+
+
+@pytest.mark.parametrize("codec", ["none", "blosc", "zstd+crc32c", "gzip:level=4", "zlib"])
+@pytest.mark.parametrize("dtype", ["int16", "float32", "complex128", "bool"])
+def test_zarr_python_reads_strata_shards(strata, tmp_path, codec, dtype):
+    out = tmp_path / "r.zarr"
+    strata("random", out, "--shape", "23,17", "--chunks", "4,5", "--shards", "8,10",
+           "--zarr-format", "3", "--dtype", dtype, "--seed", "6", "--codec", codec)
+    z = zarr.open_array(str(out), mode="r")
+    assert (z.shards, z.chunks) == ((8, 10), (4, 5))
+    assert_same(z[...], synthetic((23, 17), dtype, seed=6))
+    # zarr-python reads a region across shards the same way.
+    assert_same(z[3:19, 6:13], synthetic((23, 17), dtype, seed=6)[3:19, 6:13])
+
+
+def test_zarr_python_writes_into_strata_shards(strata, tmp_path):
+    """Strata's shards are ordinary ones: zarr-python updates one inner chunk,
+    and Strata reads the result."""
+    out = tmp_path / "r.zarr"
+    strata("random", out, "--shape", "16,16", "--chunks", "4,4", "--shards", "8,8",
+           "--zarr-format", "3", "--seed", "2", "--codec", "zstd")
+    z = zarr.open_array(str(out), mode="r+")
+    z[4:8, 0:4] = -7.0
+    expected = synthetic((16, 16), "float64", seed=2)
+    expected[4:8, 0:4] = -7.0
+    flat = tmp_path / "flat.zarr"
+    strata("copy", out, flat, "--zarr-format", "2", "--codec", "none")
+    assert_same(zarr.open_array(str(flat), mode="r")[...], expected)

@@ -1,8 +1,10 @@
-"""Interop with the real zarr-python 2.13, both ways.
+"""Interop with the real zarr-python 3 (the .venv's), both ways, Zarr v2.
 
-Strata reads what zarr-python writes (every dtype, every compressor, order C
-and F, both dimension separators, NaN and other fill values, ragged edges,
-missing chunks) and zarr-python reads what Strata writes.
+Strata reads the v2 arrays zarr-python writes (every dtype, every
+compressor, order C and F, both dimension separators, NaN and other fill
+values, ragged edges, missing chunks) and zarr-python reads what Strata
+writes. Zarr v3 (zarr-python's default format, its default and named codecs,
+fill values, dimension names): test_zarr_python_v3.py.
 """
 import os
 
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 import zarr
 
-from conftest import assert_same, synthetic
+from conftest import assert_same, synthetic, zarr_v2
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64", "complex64", "complex128"]
@@ -39,10 +41,8 @@ CHUNKS = (4, 3, 5)
 
 def write_with_zarr(path, data, compressor, order="C", separator=".", fill_value=0,
                     chunks=CHUNKS, drop_chunks=()):
-    z = zarr.open_array(str(path), mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        compressor=compressor, order=order, fill_value=fill_value,
-                        dimension_separator=separator)
-    z[...] = data
+    zarr_v2(path, data, chunks=chunks, compressor=compressor, order=order,
+            fill_value=fill_value, dimension_separator=separator)
     for key in drop_chunks:
         os.remove(os.path.join(str(path), key.replace(".", separator)))
     return zarr.open_array(str(path), mode="r")
@@ -52,15 +52,16 @@ def check_strata_reads(strata, tmp_path, src):
     """`strata copy` to raw and to blosc, then zarr-python reads both: same values."""
     expected = src[...]
     raw = tmp_path / "raw.zarr"
-    strata("copy", src.store.path, raw, "--codec", "none")
+    strata("copy", src.store.root, raw, "--codec", "none")
     assert_same(zarr.open_array(str(raw), mode="r")[...], expected)
-    # Raw chunks are plain C-order little-endian bytes: read one without zarr.
-    meta = zarr.open_array(str(raw), mode="r")
-    assert meta.compressor is None
+    meta = zarr.open_array(str(raw), mode="r").metadata
+    assert meta.zarr_format == 2
+    assert meta.compressor is None and not meta.filters
     packed = tmp_path / "packed.zarr"
-    strata("copy", src.store.path, packed, "--codec", "zstd:level=1")
+    strata("copy", src.store.root, packed, "--codec", "zstd:level=1")
+    assert zarr.open_array(str(packed), mode="r").metadata.compressor == numcodecs.Zstd(level=1)
     assert_same(zarr.open_array(str(packed), mode="r")[...], expected)
-    strata("verify", src.store.path, packed)
+    strata("verify", src.store.root, packed)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -95,18 +96,22 @@ def test_missing_chunks_read_as_fill_value(strata, tmp_path, fill):
                           fill_value=fill, drop_chunks=["0.0.0", "3.2.0", "1.1.0"])
     expected = src[...]
     raw = tmp_path / "raw.zarr"
-    strata("copy", src.store.path, raw, "--codec", "none")
+    strata("copy", src.store.root, raw, "--codec", "none")
     got = zarr.open_array(str(raw), mode="r")[...]
     if fill is None:
-        # zarr-python 2.13 returns uninitialised memory for missing chunks of a
-        # null fill value (Strata defines them as zeros): compare the rest.
+        # zarr-python 3 reads missing chunks of a null fill value as zeros,
+        # as Strata defines them: the missing regions are all 0.
         for region in [np.s_[0:4, 0:3, :], np.s_[12:13, 6:7, :], np.s_[4:8, 3:6, :]]:
-            expected[region] = 0
-            got[region] = 0
-        # Strata itself reads them as zeros: a v3 copy (no null fill) shows it.
+            assert not expected[region].any() and not got[region].any()
+        assert zarr.open_array(str(raw), mode="r").metadata.fill_value is None
+        # A v3 copy (no null fill in v3) holds the same values.
         v3 = tmp_path / "v3.zarr"
-        strata("copy", src.store.path, v3, "--zarr-format", "3", "--codec", "none")
+        strata("copy", src.store.root, v3, "--zarr-format", "3", "--codec", "none")
         strata("verify", raw, v3)
+        assert_same(zarr.open_array(str(v3), mode="r")[...], expected)
+    else:
+        assert_same(np.asarray(zarr.open_array(str(raw), mode="r").fill_value),
+                    np.asarray(fill, dtype="f8"))
     assert_same(got, expected)
     # Missing chunks stay missing in the copy.
     assert not os.path.exists(raw / "0.0.0")
@@ -117,7 +122,7 @@ def test_partial_and_bool_and_complex_fill_values(strata, tmp_path):
                         ("uint64", 2**64 - 1)]:
         path = tmp_path / f"src-{dtype}.zarr"
         z = zarr.open_array(str(path), mode="w", shape=(9, 4), chunks=(4, 4), dtype=dtype,
-                            fill_value=fill)
+                            fill_value=fill, zarr_format=2)
         z[0:4, :] = synthetic((4, 4), dtype, seed=1)  # only the first chunk is written
         out = tmp_path / f"copy-{dtype}.zarr"
         strata("copy", path, out, "--codec", "none")
@@ -173,10 +178,12 @@ def test_strata_copy_preserves_order_f_and_separator(strata, tmp_path):
     src = write_with_zarr(tmp_path / "src.zarr", data, COMPRESSORS["gzip"], order="F",
                           separator="/", chunks=(3, 4))
     out = tmp_path / "out.zarr"
-    strata("copy", src.store.path, out)  # same codec, order and separator
+    strata("copy", src.store.root, out)  # same codec, order and separator
     z = zarr.open_array(str(out), mode="r")
-    assert z.order == "F"
-    assert z._dimension_separator == "/"
+    assert z.metadata.order == "F"
+    assert z.metadata.dimension_separator == "/"
+    assert z.metadata.compressor == numcodecs.GZip(level=5)
+    assert sorted(os.listdir(out / "2")) == ["0", "1"]  # chunk 2/1 is a nested key
     assert_same(z[...], data)
 
 
@@ -185,7 +192,7 @@ def test_zero_size_and_rank_zero_arrays(strata, tmp_path):
     strata("random", empty, "--shape", "0,5", "--chunks", "3,5")
     assert zarr.open_array(str(empty), mode="r").shape == (0, 5)
     scalar = tmp_path / "scalar.zarr"
-    z = zarr.open_array(str(scalar), mode="w", shape=(), dtype="f8")
+    z = zarr.open_array(str(scalar), mode="w", shape=(), dtype="f8", zarr_format=2)
     z[...] = 3.25
     out = tmp_path / "scalar-copy.zarr"
     strata("copy", scalar, out, "--codec", "none")

@@ -1062,6 +1062,33 @@ Result<NamedConfiguration> ReadNamedConfiguration(const OrderedJson& value, std:
   return out;
 }
 
+// What a variable-length data type holds, by its v3 name (zarr-python 3's
+// default for str is "string"; earlier releases wrote
+// "variable_length_utf8") or its v2 object codec ("vlen-utf8" ...); empty
+// for anything else.
+std::string_view VariableLengthKind(std::string_view name) {
+  if (name == "string" || name == "variable_length_utf8" || name == "vlen-utf8") {
+    return "variable-length UTF-8 strings";
+  }
+  if (name == "variable_length_bytes" || name == "vlen-bytes") return "variable-length bytes";
+  if (name == "vlen-array") return "variable-length arrays";
+  if (name == "json2" || name == "pickle" || name == "msgpack2") {
+    return "variable-length Python objects";
+  }
+  return {};
+}
+
+// Strata's chunks hold fixed-size elements only: an array of
+// variable-length strings (or other objects) is refused in one message that
+// names its data type (`dtype`, as the document spells it) and what it holds.
+Status RefuseVariableLength(std::string_view dtype, std::string_view what, const Doc& doc) {
+  return InvalidArgumentError(fmt::format(
+      "unsupported {} in {}: {} are not supported (Strata holds fixed-size elements only; "
+      "fixed-length strings, numpy '<U<n>' or '|S<n>', zarr v3 fixed_length_utf32 or "
+      "null_terminated_bytes, are)",
+      dtype, doc.name, what));
+}
+
 // A v3 data_type: a name ("float64", "float16"), or one of zarr-python 3's
 // fixed-length types, {"name": "fixed_length_utf32" | "null_terminated_bytes"
 // | "raw_bytes", "configuration": {"length_bytes": N}}.
@@ -1071,6 +1098,9 @@ Result<DType> ParseV3DataType(const OrderedJson& value, const Doc& doc) {
       "null_terminated_bytes and raw_bytes";
   if (value.is_string()) {
     const std::string& name = value.get_ref<const std::string&>();
+    if (std::string_view what = VariableLengthKind(name); !what.empty()) {
+      return RefuseVariableLength(fmt::format("data_type '{}'", name), what, doc);
+    }
     // numpy's "S7"/"U13"/"V8" spellings are not v3 names.
     Result<DType> dtype = ParseDTypeName(name);
     if (!dtype.ok() || dtype->is_fixed_length()) {
@@ -1895,7 +1925,23 @@ Result<ArrayMetadata> ParseZarrV2ArrayMetadata(std::string_view zarray_json,
       return doc.Invalid("'dtype' must be a typestr such as \"<f8\", got {}",
                          Excerpt(*dtype_value));
     }
-    Result<DTypeWithEndian> dtype = ParseZarrV2DType(dtype_value->get<std::string>());
+    const std::string& typestr = dtype_value->get_ref<const std::string&>();
+    if (typestr.size() >= 2 && typestr[1] == 'O') {
+      // numpy's object dtype: what the objects are is the first filter's id
+      // (zarr-python writes vlen-utf8 for str, vlen-bytes, json2, ...).
+      std::string_view what = "variable-length Python objects";
+      const OrderedJson* filters = Find(root, "filters");
+      if (filters != nullptr && filters->is_array() && !filters->empty() &&
+          (*filters)[0].is_object()) {
+        const OrderedJson* id = Find((*filters)[0], "id");
+        if (id != nullptr && id->is_string()) {
+          std::string_view kind = VariableLengthKind(id->get_ref<const std::string&>());
+          if (!kind.empty()) what = kind;
+        }
+      }
+      return RefuseVariableLength(fmt::format("Zarr v2 dtype '{}'", typestr), what, doc);
+    }
+    Result<DTypeWithEndian> dtype = ParseZarrV2DType(typestr);
     if (!dtype.ok()) return dtype.status().WithContext(fmt::format("invalid {}", doc.name));
     metadata.encoding.dtype = dtype->dtype;
     metadata.encoding.endian = dtype->endian;

@@ -339,5 +339,47 @@ TEST(RefusedCodecNameTest, AnUnknownV3CodecIsRefusedByName) {
                     "codec 'pcodec' is not supported (codecs[0] in zarr.json");
 }
 
+// Variable-length strings (zarr-python 3's default for str: v3 data type
+// "string" with the vlen-utf8 codec, v2 dtype "|O" with the vlen-utf8 filter)
+// and other objects: refused in one line naming the data type and what it
+// holds, exactly as zarr-python 3 writes the documents.
+TEST(VariableLengthTest, IsRefusedNamingTheDataType) {
+  struct Case {
+    std::string document;
+    bool v3;
+    const char* expected;
+  };
+  const std::string vlen_utf8_v3 =
+      R"([{"name": "vlen-utf8", "configuration": {}},
+          {"name": "zstd", "configuration": {"level": 0, "checksum": false}}])";
+  const Case cases[] = {
+      {V3Array("\"string\"", "\"\"", vlen_utf8_v3), true,
+       "unsupported data_type 'string' in zarr.json: variable-length UTF-8 strings are not "
+       "supported (Strata holds fixed-size elements only"},
+      {V3Array("\"variable_length_utf8\"", "\"\"", vlen_utf8_v3), true,
+       "unsupported data_type 'variable_length_utf8' in zarr.json: variable-length UTF-8 "
+       "strings are not supported"},
+      {V3Array("\"variable_length_bytes\"", "\"\"",
+               R"([{"name": "vlen-bytes", "configuration": {}}])"),
+       true, "unsupported data_type 'variable_length_bytes' in zarr.json: variable-length bytes"},
+      {V2Array("|O", "\"\"", R"({"id": "zstd", "level": 0})", R"([{"id": "vlen-utf8"}])"), false,
+       "unsupported Zarr v2 dtype '|O' in .zarray: variable-length UTF-8 strings are not "
+       "supported (Strata holds fixed-size elements only"},
+      {V2Array("|O", "null", "null", R"([{"id": "vlen-bytes"}])"), false,
+       "unsupported Zarr v2 dtype '|O' in .zarray: variable-length bytes are not supported"},
+      {V2Array("|O", "0", "null", R"([{"id": "json2", "encoding": "utf-8"}])"), false,
+       "unsupported Zarr v2 dtype '|O' in .zarray: variable-length Python objects are not"},
+      // No object codec at all (zarr-python cannot read it either): still by name.
+      {V2Array("|O", "0", "null", "null"), false,
+       "unsupported Zarr v2 dtype '|O' in .zarray: variable-length Python objects are not"},
+  };
+  for (const Case& c : cases) {
+    Result<ArrayMetadata> m =
+        c.v3 ? ParseZarrV3ArrayMetadata(c.document) : ParseZarrV2ArrayMetadata(c.document, "");
+    EXPECT_STATUS_HAS(m.status(), StatusCode::kInvalidArgument, c.expected);
+    EXPECT_EQ(m.status().message().find('\n'), std::string_view::npos) << m.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace strata
