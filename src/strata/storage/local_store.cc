@@ -320,6 +320,28 @@ Status LocalStore::Set(std::string_view key, std::span<const std::byte> value) {
   return Status::Ok();
 }
 
+Status LocalStore::Rename(std::string_view from, std::string_view to) {
+  STRATA_ASSIGN_OR_RETURN(std::string from_path, PathOf(from));
+  STRATA_ASSIGN_OR_RETURN(std::string to_path, PathOf(to));
+  const std::string dir = to_path.substr(0, to_path.rfind('/'));
+  if (::rename(from_path.c_str(), to_path.c_str()) != 0) {
+    if (errno == ENOENT) {
+      struct stat st;
+      if (::stat(from_path.c_str(), &st) != 0) {
+        return NotFoundError(fmt::format("{} does not exist", from_path));
+      }
+      STRATA_RETURN_IF_ERROR(MakeDirectories(dir));
+      if (::rename(from_path.c_str(), to_path.c_str()) == 0) {
+        if (options_.fsync) SyncDirectory(dir);
+        return Status::Ok();
+      }
+    }
+    return ErrnoToStatus(errno, fmt::format("renaming {} to {}", from_path, to_path));
+  }
+  if (options_.fsync) SyncDirectory(dir);
+  return Status::Ok();
+}
+
 Status LocalStore::Erase(std::string_view key) {
   STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
   if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {

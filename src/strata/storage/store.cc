@@ -45,6 +45,12 @@ Status Store::ErasePrefix(std::string_view prefix) {
   return Status::Ok();
 }
 
+Status Store::Rename(std::string_view from, std::string_view to) {
+  STRATA_ASSIGN_OR_RETURN(Buffer value, Get(from, *MemoryPool::Default()));
+  STRATA_RETURN_IF_ERROR(Set(to, std::span<const std::byte>(value.data(), value.size())));
+  return Erase(from);
+}
+
 Result<std::optional<std::string>> Store::Version(std::string_view key) {
   Result<std::string> value = GetString(key);
   if (!value.ok()) {

@@ -99,6 +99,12 @@ class Store {
 
   // Removes every key under `prefix`.
   virtual Status ErasePrefix(std::string_view prefix);
+  // Moves the value of `from` to `to`, replacing any value there; `to`
+  // changes atomically (a reader sees its old value or the new one).
+  // NotFound when `from` is absent. LocalStore renames the file (one
+  // atomic step); the default copies (Get, Set) and then erases `from`, so
+  // both keys hold the value for a moment.
+  virtual Status Rename(std::string_view from, std::string_view to);
 
   // A token that changes whenever `key` is written again, even with the same
   // bytes where the store can tell (LocalStore: the file's device, inode,
@@ -162,6 +168,7 @@ class LocalStore : public Store {
   Status Erase(std::string_view key) override;
   Result<std::vector<std::string>> List(std::string_view prefix) override;
   Status ErasePrefix(std::string_view prefix) override;
+  Status Rename(std::string_view from, std::string_view to) override;
   Status ReclaimTempFiles(std::string_view prefix) override;
   Result<std::optional<std::string>> Version(std::string_view key) override;
   Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) override;

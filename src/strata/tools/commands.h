@@ -110,6 +110,9 @@ struct WriteRegionOptions {
   std::string dst;               // an existing array
   std::optional<Shape> at;       // the region's origin in DST
   std::optional<int> append_dim; // or: append along this axis
+  // By dimension name (datasets): --at init_time=4 / --append-dim init_time.
+  std::vector<std::pair<std::string, Index>> at_named;
+  std::optional<std::string> append_name;
   std::string allowed_mem = "2GB";
   std::string executor = "threads";
   int workers = 1;
@@ -118,6 +121,10 @@ struct WriteRegionOptions {
 // Backfill or append: writes SRC into a region of the existing array DST (or
 // appends it along an axis), read-modify-writing partly covered chunks under
 // a lock per chunk. DST's metadata, codecs and chunks stay.
+// Groups (datasets), names given to --at/--append-dim, and arrays whose CF
+// encodings (scale_factor, add_offset, _FillValue, time units) differ run as
+// a dataset job instead: values converted from SRC's encoding into DST's,
+// staged and published all or nothing (tools/dataset_write.h).
 Status RunWriteRegion(const WriteRegionOptions& options);
 
 // The default codec of new arrays: zarr-python's, blosc lz4 clevel 5 with byte shuffle.

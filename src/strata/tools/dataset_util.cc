@@ -53,6 +53,36 @@ Result<NamedChunks> ParseNamedChunks(std::string_view text) {
   return out;
 }
 
+Result<std::vector<std::pair<std::string, Index>>> ParseNamedOrigin(std::string_view text) {
+  std::vector<std::pair<std::string, Index>> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos
+                                                                              : comma - start);
+    const size_t eq = item.find('=');
+    std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    Index v = -1;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (eq == std::string_view::npos || eq == 0 || ec != std::errc() ||
+        end != value.data() + value.size() || v < 0) {
+      return InvalidArgumentError(fmt::format(
+          "--at item '{}' is not name=index (e.g. init_time=4: the first index it writes)",
+          item));
+    }
+    std::string name(item.substr(0, eq));
+    for (const auto& [seen, unused] : out) {
+      if (seen == name) {
+        return InvalidArgumentError(fmt::format("--at names dimension '{}' twice", name));
+      }
+    }
+    out.emplace_back(std::move(name), v);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 Shape ChunksByName(const NamedChunks& named, const std::vector<std::optional<std::string>>& dims,
                    const Shape& shape, const Shape& current) {
   Shape chunks = current;

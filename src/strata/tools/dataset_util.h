@@ -29,6 +29,10 @@ Result<NamedChunks> ParseNamedChunks(std::string_view text);
 Shape ChunksByName(const NamedChunks& named, const std::vector<std::optional<std::string>>& dims,
                    const Shape& shape, const Shape& current);
 
+// A region's origin by dimension name: "init_time=4,lat=0" (indices >= 0).
+// InvalidArgument naming the bad part.
+Result<std::vector<std::pair<std::string, Index>>> ParseNamedOrigin(std::string_view text);
+
 }  // namespace strata
 
 #endif  // STRATA_TOOLS_DATASET_UTIL_H_

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdio>
 #include <string>
 
@@ -194,15 +195,18 @@ int Main(int argc, char** argv) {
   // strata write-region
   WriteRegionOptions wr;
   std::string wr_at;
-  int wr_append = -1;
+  std::string wr_append;
   wr.workers = default_workers;
   CLI::App* write_region = app.add_subcommand(
       "write-region", "Backfill or append: write SRC into a region of the existing array DST");
-  write_region->add_option("SRC", wr.src, "The values, an array of the region's shape")->required();
-  write_region->add_option("DST", wr.dst, "An existing array")->required();
-  write_region->add_option("--at", wr_at, "Origin of the region in DST, e.g. 100,0");
+  write_region->add_option("SRC", wr.src, "The values: an array of the region's shape, or a "
+                           "group (a patch dataset)")->required();
+  write_region->add_option("DST", wr.dst, "An existing array, or group (the archive)")->required();
+  write_region->add_option("--at", wr_at, "Origin of the region in DST, e.g. 100,0, or by "
+                           "dimension name, e.g. init_time=4");
   write_region->add_option("--append-dim", wr_append,
-                           "Append along this axis instead (DST grows by SRC's extent)");
+                           "Append along this axis or dimension name instead (DST grows by "
+                           "SRC's extent)");
   write_region->add_option("--allowed-mem", wr.allowed_mem, "Memory one task may use")
       ->capture_default_str();
   write_region->add_option("--executor", wr.executor, "inline, threads, processes or mpi")
@@ -368,11 +372,24 @@ int Main(int argc, char** argv) {
       return s.ok() ? 0 : Fail(s);
     }
     if (write_region->parsed()) {
-      if (wr_at.empty() == (wr_append < 0)) {
+      if (wr_at.empty() == wr_append.empty()) {
         throw UsageError{"write-region needs exactly one of --at and --append-dim"};
       }
-      if (!wr_at.empty()) wr.at = OrUsage(ParseShape(wr_at, "--at"));
-      if (wr_append >= 0) wr.append_dim = wr_append;
+      if (wr_at.find('=') != std::string::npos) {
+        wr.at_named = OrUsage(ParseNamedOrigin(wr_at));
+      } else if (!wr_at.empty()) {
+        wr.at = OrUsage(ParseShape(wr_at, "--at"));
+      }
+      if (!wr_append.empty()) {
+        int axis = -1;
+        auto [end, ec] = std::from_chars(wr_append.data(), wr_append.data() + wr_append.size(), axis);
+        if (ec == std::errc() && end == wr_append.data() + wr_append.size()) {
+          if (axis < 0) throw UsageError{"--append-dim must be an axis >= 0 or a dimension name"};
+          wr.append_dim = axis;
+        } else {
+          wr.append_name = wr_append;
+        }
+      }
       check_workers(wr.workers);
       OrUsage(ParseExecutor(wr.executor));
       CheckSizeOption(write_region, "--allowed-mem", wr.allowed_mem);

@@ -11,7 +11,9 @@
 #include "strata/base/temp_dir.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
+#include "strata/tools/cf_encoding.h"
 #include "strata/tools/dataset_util.h"
+#include "strata/tools/dataset_write.h"
 #include "strata/strata.h"
 #include "strata/tools/commands.h"
 
@@ -232,9 +234,59 @@ Status RechunkGroup(const RechunkOptions& o, const Spec& spec, Store& src_store,
   return WriteConsolidatedMetadata(*out.store, out.prefix);
 }
 
+// Whether write-region runs as a dataset job (dataset_write.h): groups,
+// names, an interrupted job's journal in DST, or two arrays whose CF
+// encodings differ (their stored numbers cannot be copied as they are).
+Result<bool> NeedsDatasetJob(const WriteRegionOptions& w) {
+  if (!w.at_named.empty() || w.append_name) return true;
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix src, OpenStoreUrl(w.src, /*create=*/false));
+  STRATA_ASSIGN_OR_RETURN(StoreAndPrefix dst, OpenStoreUrl(w.dst, /*create=*/false));
+  STRATA_ASSIGN_OR_RETURN(NodeInfo s, InspectNode(*src.store, src.prefix));
+  STRATA_ASSIGN_OR_RETURN(NodeInfo d, InspectNode(*dst.store, dst.prefix));
+  if (s.kind == NodeInfo::Kind::kGroup || d.kind == NodeInfo::Kind::kGroup) return true;
+  STRATA_ASSIGN_OR_RETURN(bool journal,
+                          dst.store->Exists(JoinKey(dst.prefix, kDatasetJournalKey)));
+  if (journal) return true;
+  if (!s.array || !d.array) return false;  // incomplete: the engine's path says so
+  STRATA_ASSIGN_OR_RETURN(CfEncoding se, ParseCfEncoding(*s.array, "SRC"));
+  STRATA_ASSIGN_OR_RETURN(CfEncoding de, ParseCfEncoding(*d.array, "DST"));
+  return (se.from_attributes || de.from_attributes) && !se.SameAs(de);
+}
+
+Status RunDatasetJob(const WriteRegionOptions& w) {
+  DatasetWriteOptions o;
+  o.src = w.src;
+  o.dst = w.dst;
+  o.quiet = w.quiet;
+  o.at = w.at_named;
+  if (w.at) {
+    for (size_t i = 0; i < w.at->size(); ++i) o.at.emplace_back(std::to_string(i), (*w.at)[i]);
+  }
+  if (w.append_name) o.append_dim = *w.append_name;
+  if (w.append_dim) o.append_dim = std::to_string(*w.append_dim);
+  STRATA_ASSIGN_OR_RETURN(DatasetWriteReport r, RunDatasetWrite(o));
+  if (!w.quiet) {
+    if (r.finished_interrupted) {
+      fmt::print("{}: finished the interrupted run of this job (its publish was under way)\n",
+                 w.dst);
+      return Status::Ok();
+    }
+    if (r.recovered) fmt::print("{}: an interrupted job was finished first\n", w.dst);
+    fmt::print("{}: {} {} variable{} ({} chunk{} written, {} now all fill; {} copied as "
+               "stored, the rest converted to DST's encoding); {} checked equal; published\n",
+               w.dst, o.append_dim ? "appended to" : "backfilled", r.members_written,
+               r.members_written == 1 ? "" : "s", r.chunks_written,
+               r.chunks_written == 1 ? "" : "s", r.chunks_erased, r.members_copied,
+               r.members_checked);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunWriteRegion(const WriteRegionOptions& w) {
+  STRATA_ASSIGN_OR_RETURN(bool dataset, NeedsDatasetJob(w));
+  if (dataset) return RunDatasetJob(w);
   RechunkOptions o;
   o.src = w.src;
   o.dst = w.dst;
