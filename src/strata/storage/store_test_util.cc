@@ -46,6 +46,21 @@ TEST_P(StoreConformanceTest, OverwriteReplaces) {
   EXPECT_EQ(**store_->Size("k"), 3);
 }
 
+TEST_P(StoreConformanceTest, RenameMovesAValueOverAnother) {
+  ASSERT_TRUE(store_->Set("staging/t/0.0", Bytes("new")).ok());
+  ASSERT_TRUE(store_->Set("t/0.0", Bytes("old value")).ok());
+  ASSERT_TRUE(store_->Rename("staging/t/0.0", "t/0.0").ok());
+  EXPECT_EQ(*store_->GetString("t/0.0"), "new");
+  EXPECT_FALSE(*store_->Exists("staging/t/0.0"));
+  // Into a directory that does not exist yet; a missing source is NotFound.
+  ASSERT_TRUE(store_->Set("a", Bytes("v")).ok());
+  ASSERT_TRUE(store_->Rename("a", "deep/er/b").ok());
+  EXPECT_EQ(*store_->GetString("deep/er/b"), "v");
+  Status missing = store_->Rename("a", "c");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_FALSE(*store_->Exists("c"));
+}
+
 TEST_P(StoreConformanceTest, EmptyValue) {
   ASSERT_TRUE(store_->Set("empty", std::span<const std::byte>()).ok());
   EXPECT_TRUE(*store_->Exists("empty"));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,30 +173,48 @@ class JobLock {
     JobLock lock;
     auto* local = dynamic_cast<LocalStore*>(&store);
     if (local == nullptr) return lock;
-    STRATA_ASSIGN_OR_RETURN(std::string path, local->PathOf(JoinKey(prefix, kDatasetLockKey)));
-    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock.fd_ < 0) {
-      return PermissionDeniedError(fmt::format("cannot create the job lock {}", path));
+    STRATA_ASSIGN_OR_RETURN(lock.path_, local->PathOf(JoinKey(prefix, kDatasetLockKey)));
+    // The holder removes the file when it is done (zarr-python warns about
+    // strange objects in a group): a lock taken on a file already removed
+    // is no lock, so take it again on the new one.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      lock.fd_ = ::open(lock.path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (lock.fd_ < 0) {
+        return PermissionDeniedError(fmt::format("cannot create the job lock {}", lock.path_));
+      }
+      if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(std::exchange(lock.fd_, -1));  // not ours: the destructor must not unlink it
+        return FailedPreconditionError(fmt::format(
+            "another strata job is writing {} (it holds {}); run this one when it has finished",
+            what, lock.path_));
+      }
+      struct stat held, named;
+      if (::fstat(lock.fd_, &held) == 0 && ::stat(lock.path_.c_str(), &named) == 0 &&
+          held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+        return lock;
+      }
+      ::close(lock.fd_);
+      lock.fd_ = -1;
     }
-    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-      return FailedPreconditionError(fmt::format(
-          "another strata job is writing {} (it holds {}); run this one when it has finished",
-          what, path));
-    }
-    return lock;
+    return UnavailableError(fmt::format("could not take the job lock {}", lock.path_));
   }
   JobLock() = default;
-  JobLock(JobLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  JobLock(JobLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
   JobLock& operator=(JobLock&& o) noexcept {
     std::swap(fd_, o.fd_);
+    std::swap(path_, o.path_);
     return *this;
   }
   ~JobLock() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+      ::unlink(path_.c_str());  // while still held: see Take
+      ::close(fd_);
+    }
   }
 
  private:
   int fd_ = -1;
+  std::string path_;
 };
 
 std::string DimName(const std::vector<std::optional<std::string>>& dims, int axis) {

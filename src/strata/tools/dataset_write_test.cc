@@ -165,6 +165,8 @@ TEST_F(DatasetWriteTest, AppendConvertsTimesAndPackingAndConsolidates) {
   EXPECT_EQ(Read("archive/t2m"), (std::vector<double>{0, 1, 2, 3, 4, 5, 4, 6, -1, 8}));
   EXPECT_EQ(ConsolidatedShape("t2m"), (Shape{5, 2}));
   EXPECT_EQ(ConsolidatedShape("time"), (Shape{5}));
+  // Nothing of the job is left in the group: journal, staging, lock.
+  EXPECT_NE(::access((dir_.path() + "/archive/.strata-job.lock").c_str(), F_OK), 0);
   auto journal = store_->Exists("archive/.strata-journal");
   ASSERT_TRUE(journal.ok());
   EXPECT_FALSE(*journal);
@@ -282,6 +284,8 @@ TEST_F(DatasetWriteTest, RefusesAStaleConsolidatedMetadataAndASecondJob) {
   Result<DatasetWriteReport> r = RunDatasetWrite(Append());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr("another strata job is writing archive"));
+  // The refused job left the holder's lock file alone.
+  EXPECT_EQ(::access(lock_path.c_str(), F_OK), 0);
   ::close(fd);
   // An earlier per-array append that left .zmetadata behind.
   WriteArray("archive/lat", "<f8", {3}, {2}, "\"NaN\"", R"({"_ARRAY_DIMENSIONS": ["lat"]})",

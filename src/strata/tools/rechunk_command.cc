@@ -253,6 +253,30 @@ Result<bool> NeedsDatasetJob(const WriteRegionOptions& w) {
   return (se.from_attributes || de.from_attributes) && !se.SameAs(de);
 }
 
+// An append to one array of a dataset with consolidated metadata would grow
+// that array alone: xarray (reading .zmetadata) would keep the old length
+// and, once it is re-consolidated, find variables of different lengths.
+// Refused for local paths, pointing at the dataset job.
+Status CheckNotDatasetMember(const WriteRegionOptions& w) {
+  if (w.dst.rfind("s3://", 0) == 0 || w.dst.rfind("memory://", 0) == 0) return Status::Ok();
+  std::string path = w.dst.rfind("file://", 0) == 0 ? w.dst.substr(7) : w.dst;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return Status::Ok();
+  Result<StoreAndPrefix> at = OpenStoreUrl(parent.string(), /*create=*/false);
+  if (!at.ok()) return Status::Ok();
+  Result<NodeInfo> node = InspectNode(*at->store, at->prefix);
+  if (!node.ok() || node->kind != NodeInfo::Kind::kGroup) return Status::Ok();
+  Result<Hierarchy> h = ReadHierarchy(*at->store, at->prefix);
+  if (!h.ok() || !h->from_consolidated) return Status::Ok();
+  return FailedPreconditionError(fmt::format(
+      "{} is a variable of the dataset {} (consolidated metadata): appending to it alone would "
+      "leave its variables at different lengths; append the dataset as a whole (strata "
+      "write-region PATCH_GROUP {} --append-dim DIM), which grows every variable and the "
+      "consolidated metadata together",
+      w.dst, parent.string(), parent.string()));
+}
+
 Status RunDatasetJob(const WriteRegionOptions& w) {
   DatasetWriteOptions o;
   o.src = w.src;
@@ -286,6 +310,15 @@ Status RunDatasetJob(const WriteRegionOptions& w) {
 
 Status RunWriteRegion(const WriteRegionOptions& w) {
   STRATA_ASSIGN_OR_RETURN(bool dataset, NeedsDatasetJob(w));
+  if (w.append_dim || w.append_name) {
+    Result<NodeInfo> dst = [&]() -> Result<NodeInfo> {
+      STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(w.dst, /*create=*/false));
+      return InspectNode(*at.store, at.prefix);
+    }();
+    if (dst.ok() && dst->kind != NodeInfo::Kind::kGroup) {
+      STRATA_RETURN_IF_ERROR(CheckNotDatasetMember(w));
+    }
+  }
   if (dataset) return RunDatasetJob(w);
   RechunkOptions o;
   o.src = w.src;
