@@ -181,6 +181,34 @@ def test_unrepresentable_values_are_refused_and_change_nothing(strata, tmp_path)
     xr.testing.assert_identical(xr.open_zarr(str(archive), consolidated=False).load(), before)
 
 
+def test_equal_encodings_copy_stored_numbers(strata, tmp_path):
+    """The fast path: a patch in the archive's own encoding moves its stored
+    bytes as they are (the encodings are compared field by field first)."""
+    _, archive, twin = make_archive(tmp_path, 2)
+    new = forecast("2020-01-02T12:00", 2, seed=4)
+    patch = tmp_path / "same.zarr"
+    write(new, patch, ARCHIVE_ENCODING, 2)
+    proc = strata("write-region", patch, archive, "--append-dim", "init_time")
+    assert "appended to 3 variables" in proc.stdout and "3 copied as stored" in proc.stdout
+    open_(patch).to_zarr(str(twin), append_dim="init_time", consolidated=True)
+    xr.testing.assert_identical(stored(archive), stored(twin))
+
+
+def test_other_calendars_are_refused(strata, tmp_path):
+    _, archive, _ = make_archive(tmp_path, 2)
+    before = open_(archive)
+    new = forecast("2020-01-02T12:00", 2)
+    patch = tmp_path / "noleap.zarr"
+    write(new, patch, PATCH_ENCODING, 2)
+    group = zarr.open_group(str(patch), mode="r+")
+    group["init_time"].attrs["calendar"] = "noleap"
+    zarr.consolidate_metadata(str(patch))
+    proc = strata("write-region", patch, archive, "--append-dim", "init_time", check=False)
+    assert proc.returncode != 0
+    assert "init_time: calendar 'noleap' is not supported" in proc.stderr, proc.stderr
+    xr.testing.assert_identical(open_(archive), before)
+
+
 def test_a_patch_that_does_not_match_is_refused(strata, tmp_path):
     ds, archive, _ = make_archive(tmp_path, 2)
     other_grid = forecast("2020-01-02T12:00", 2).assign_coords(lat=np.linspace(0.0, 7.0, 8))
@@ -192,6 +220,9 @@ def test_a_patch_that_does_not_match_is_refused(strata, tmp_path):
     proc = strata("write-region", patch, archive, "--at", "init_time=5", check=False)
     assert proc.returncode != 0
     assert "2 elements of init_time at 5 do not fit DST's 6" in proc.stderr, proc.stderr
+    proc = strata("write-region", patch, archive, "--append-dim", "0", check=False)
+    assert proc.returncode != 0
+    assert "is a group: name the dimension" in proc.stderr, proc.stderr
 
 
 def test_kill_during_a_dataset_append_then_rerun(strata, tmp_path):

@@ -291,6 +291,8 @@ std::string FormatDuration(int64_t ns) {
 }
 
 std::string FormatNumber(double v) { return fmt::format("{}", v); }
+// A range's bound: 600.82, not 600.8199999999999.
+std::string FormatBound(double v) { return fmt::format("{:.10g}", v); }
 
 }  // namespace
 
@@ -613,8 +615,8 @@ Status EncodeNumbers(const CfEncoding& e, const double* values, int64_t n, std::
       if (!(s >= lo && s < hi)) {
         return InvalidArgumentError(fmt::format(
             "{}: value {} is outside what the target ({}) can hold ({} .. {})", name,
-            FormatNumber(v), e.ToString(), FormatNumber(packed ? lo * scale + offset : lo),
-            FormatNumber(packed ? (hi - 1) * scale + offset : hi - 1)));
+            FormatNumber(v), e.ToString(), FormatBound(packed ? lo * scale + offset : lo),
+            FormatBound(packed ? (hi - 1) * scale + offset : hi - 1)));
       }
     } else if (id == DTypeId::kFloat32 && std::isfinite(s) &&
                std::fabs(s) > static_cast<double>(std::numeric_limits<float>::max())) {

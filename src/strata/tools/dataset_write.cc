@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -369,10 +370,8 @@ Status StageMember(const std::shared_ptr<Store>& shared, const std::string& pref
     STRATA_ASSIGN_OR_RETURN(NDArray s, NDArray::Allocate(pool, m.src->dtype(), part.shape));
     STRATA_RETURN_IF_ERROR(m.src->ReadRegion(Box(src_origin, part.shape), s.view(), pool));
     STRATA_ASSIGN_OR_RETURN(NDArray d, NDArray::Allocate(pool, m.dst->dtype(), part.shape));
-    STRATA_RETURN_IF_ERROR(m.converter->Convert(s.data(), d.data(), part.num_elements())
-                               .WithContext(fmt::format("SRC region {}", Box(src_origin,
-                                                                             part.shape)
-                                                                             .ToString())));
+    // The converter's errors name the variable and the value.
+    STRATA_RETURN_IF_ERROR(m.converter->Convert(s.data(), d.data(), part.num_elements()));
     CopyArray(d.view(), chunk.view().Slice(Box(in_chunk, part.shape)));
     const std::string key = m.new_metadata.ChunkKey(block);
     if (staging->IsFillChunk(chunk.view())) {
@@ -395,7 +394,16 @@ Status StageMember(const std::shared_ptr<Store>& shared, const std::string& pref
 }
 
 std::string JobText(const DatasetWriteOptions& o) {
-  std::string out = fmt::format("src={}", o.src);
+  // A local SRC by its canonical path, so that a rerun spelled differently
+  // ("./patch.zarr/") is still recognised as the interrupted job.
+  std::string src = o.src;
+  if (!o.src_store && src.find("://") == std::string::npos) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(src), ec);
+    if (!ec) src = p.string();
+    while (src.size() > 1 && src.back() == '/') src.pop_back();
+  }
+  std::string out = fmt::format("src={}", src);
   if (o.append_dim) out += fmt::format(" append_dim={}", *o.append_dim);
   for (const auto& [key, start] : o.at) out += fmt::format(" at {}={}", key, start);
   return out;
@@ -449,6 +457,22 @@ Result<DatasetWriteReport> RunDatasetWrite(const DatasetWriteOptions& o) {
                                             dst_group ? "a group" : "an array"));
   }
   const bool one_array = !dst_group;
+  if (!one_array) {
+    auto is_axis = [](const std::string& key) {
+      return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
+    };
+    const bool by_axis = (o.append_dim && is_axis(*o.append_dim)) ||
+                         std::any_of(o.at.begin(), o.at.end(),
+                                     [&](const auto& item) { return is_axis(item.first); });
+    if (by_axis) {
+      return InvalidArgumentError(fmt::format(
+          "{} is a group: name the dimension (--at init_time=4, --append-dim init_time), not an "
+          "axis (its variables have different axes)",
+          o.dst));
+    }
+  }
   std::vector<Member> members;
   bool consolidated = false;
   if (one_array) {

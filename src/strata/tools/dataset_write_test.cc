@@ -214,6 +214,31 @@ TEST_F(DatasetWriteTest, AFailureInsideThePublishIsRolledForwardOnce) {
   EXPECT_EQ(ConsolidatedShape("t2m"), (Shape{5, 2}));
 }
 
+TEST_F(DatasetWriteTest, WithoutConsolidatedMetadataStagedArraysAreNoMembers) {
+  MakeArchive();
+  ASSERT_TRUE(store_->Erase("archive/.zmetadata").ok());
+  MakePatch("hours since 2000-01-01", 0.5, {18, 24}, {6, 7, 8, 9});
+  DatasetWriteOptions o = Append();
+  o.fail_before_publish = true;
+  EXPECT_EQ(RunDatasetWrite(o).status().code(), StatusCode::kUnavailable);
+  // A listing of the group sees its members only (not the staged arrays).
+  auto listed = [&] {
+    auto h = ReadHierarchy(*store_, "archive");
+    STRATA_CHECK(h.ok()) << h.status().ToString();
+    EXPECT_FALSE(h->from_consolidated);
+    std::vector<std::string> paths;
+    for (const HierarchyNode& n : h->nodes) paths.push_back(n.path);
+    return paths;
+  };
+  EXPECT_EQ(listed(), (std::vector<std::string>{"", "lat", "t2m", "time"}));
+  Result<DatasetWriteReport> r = RunDatasetWrite(Append());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(listed(), (std::vector<std::string>{"", "lat", "t2m", "time"}));
+  EXPECT_EQ(Read("archive/t2m"), (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  // No consolidated metadata appears where there was none.
+  EXPECT_FALSE(*store_->Exists("archive/.zmetadata"));
+}
+
 TEST_F(DatasetWriteTest, BackfillKeepsOldChunksUntilThePublish) {
   MakeArchive();
   MakePatch("hours since 2000-01-01", 0.5, {6, 12}, {60, 61, 62, 63});

@@ -159,6 +159,9 @@ Result<Hierarchy> ByListing(Store& store, const std::string& path, HierarchyNode
     }
   }
   for (const std::string& dir : dirs) {
+    // Strata's own working directories (a dataset job's staged chunks,
+    // tools/dataset_write.h) are not members.
+    if (dir.rfind(".strata-", 0) == 0) continue;
     // A node inside an array (chunks named like metadata) is not a member.
     bool inside_array = false;
     for (const HierarchyNode& n : h.nodes) {
