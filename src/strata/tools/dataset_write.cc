@@ -590,7 +590,13 @@ Result<DatasetWriteReport> RunDatasetWrite(const DatasetWriteOptions& o) {
   // 3. Publish.
   journal.state = "publishing";
   STRATA_RETURN_IF_ERROR(store.Set(journal_key, JournalText(journal)));
-  STRATA_RETURN_IF_ERROR(Publish(store, prefix, journal, o.fail_after_renames));
+  Status published = Publish(store, prefix, journal, o.fail_after_renames);
+  if (!published.ok()) {
+    return Status(published.code(),
+                  fmt::format("{} (the publish is journaled in {}: run the same command again "
+                              "to finish it)",
+                              published.message(), JoinKey(store.url(), journal_key)));
+  }
   return report;
 }
 

@@ -202,6 +202,7 @@ TEST_F(DatasetWriteTest, AFailureInsideThePublishIsRolledForwardOnce) {
   o.fail_after_renames = 1;
   Result<DatasetWriteReport> r = RunDatasetWrite(o);
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(r.status().message(), HasSubstr("run the same command again to finish it"));
   // Consolidated readers still see the old dataset.
   EXPECT_EQ(ConsolidatedShape("t2m"), (Shape{3, 2}));
   EXPECT_EQ(ConsolidatedShape("time"), (Shape{3}));
