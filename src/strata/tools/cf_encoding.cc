@@ -463,8 +463,8 @@ Result<CfEncoding> ParseCfEncoding(const ArrayMetadata& metadata, std::string_vi
   };
   STRATA_ASSIGN_OR_RETURN(e.scale_factor, number("scale_factor"));
   STRATA_ASSIGN_OR_RETURN(e.add_offset, number("add_offset"));
-  if ((e.scale_factor && !std::isfinite(*e.scale_factor)) ||
-      (e.scale_factor && *e.scale_factor == 0.0) || (e.add_offset && !std::isfinite(*e.add_offset))) {
+  if ((e.scale_factor && (!std::isfinite(*e.scale_factor) || *e.scale_factor == 0.0)) ||
+      (e.add_offset && !std::isfinite(*e.add_offset))) {
     return InvalidArgumentError(fmt::format(
         "{}: scale_factor must be finite and non-zero and add_offset finite", name));
   }

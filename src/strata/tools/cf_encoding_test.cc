@@ -117,7 +117,8 @@ TEST(CfEncodingTest, ReadsV3FillValueAttributeAsXarrayWritesIt) {
 }
 
 TEST(CfEncodingTest, ReadsTimesAndRefusesOtherCalendars) {
-  CfEncoding t = V2("<i8", "null", R"({"units": "hours since 2000-01-01", "calendar": "gregorian"})");
+  CfEncoding t =
+      V2("<i8", "null", R"({"units": "hours since 2000-01-01", "calendar": "gregorian"})");
   EXPECT_EQ(t.kind, CfKind::kTime);
   EXPECT_EQ(t.calendar, "standard");
   EXPECT_EQ(t.epoch_ns, k2000);
@@ -202,8 +203,8 @@ TEST(CfConverterTest, RefusesValuesOutsideThePackedRange) {
 }
 
 TEST(CfConverterTest, ConvertsTimesBetweenUnits) {
-  CfEncoding patch = V2("<i8", "null",
-                        R"({"units": "hours since 2000-01-01", "calendar": "proleptic_gregorian"})");
+  const std::string hours = R"({"units": "hours since 2000-01-01", )";
+  CfEncoding patch = V2("<i8", "null", hours + R"("calendar": "proleptic_gregorian"})");
   CfEncoding archive = V2("<i8", "null",
                           R"({"units": "minutes since 2010-01-01", "calendar": "standard"})");
   // 2010-01-01T00:00 and 2010-01-01T06:00 are 87672 and 87678 hours after 2000.

@@ -452,9 +452,9 @@ Result<DatasetWriteReport> RunDatasetWrite(const DatasetWriteOptions& o) {
   const bool src_group = src_node.kind == NodeInfo::Kind::kGroup;
   const bool dst_group = dst_node.kind == NodeInfo::Kind::kGroup;
   if (src_group != dst_group) {
-    return InvalidArgumentError(fmt::format("SRC is {} and DST is {}: both must be groups or arrays",
-                                            src_group ? "a group" : "an array",
-                                            dst_group ? "a group" : "an array"));
+    return InvalidArgumentError(
+        fmt::format("SRC is {} and DST is {}: both must be groups or arrays",
+                    src_group ? "a group" : "an array", dst_group ? "a group" : "an array"));
   }
   const bool one_array = !dst_group;
   if (!one_array) {

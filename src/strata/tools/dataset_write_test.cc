@@ -73,7 +73,8 @@ class DatasetWriteTest : public ::testing::Test {
   static constexpr const char* kT2mAttrs =
       R"({"_ARRAY_DIMENSIONS": ["time", "lat"], "scale_factor": 0.5, "add_offset": 250.0})";
   static constexpr const char* kTimeAttrs =
-      R"({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 2000-01-01", "calendar": "proleptic_gregorian"})";
+      R"({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 2000-01-01",)"
+      R"( "calendar": "proleptic_gregorian"})";
 
   // The archive: 3 times (0, 6, 12 h), 2 lats, t2m stored 0..5.
   void MakeArchive() {

@@ -382,8 +382,9 @@ int Main(int argc, char** argv) {
       }
       if (!wr_append.empty()) {
         int axis = -1;
-        auto [end, ec] = std::from_chars(wr_append.data(), wr_append.data() + wr_append.size(), axis);
-        if (ec == std::errc() && end == wr_append.data() + wr_append.size()) {
+        const char* last = wr_append.data() + wr_append.size();
+        auto [end, ec] = std::from_chars(wr_append.data(), last, axis);
+        if (ec == std::errc() && end == last) {
           if (axis < 0) throw UsageError{"--append-dim must be an axis >= 0 or a dimension name"};
           wr.append_dim = axis;
         } else {
