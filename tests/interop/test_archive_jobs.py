@@ -266,3 +266,34 @@ def test_kill_during_a_dataset_append_then_rerun(strata, tmp_path):
     xr.testing.assert_identical(got, open_(twin))
     assert not (archive / ".strata-journal").exists()
     assert not (archive / ".strata-staging").exists()
+
+
+def test_append_into_an_archive_on_s3(strata, tmp_path):
+    """The same job on an S3 archive (s3rver on 127.0.0.1): staged objects,
+    a publish by copy and delete, the consolidated metadata last."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from s3_server import S3Server
+
+    server = S3Server(["archive"])
+    try:
+        env = server.env()
+        _, archive, twin = make_archive(tmp_path, 2)
+        remote = "s3://archive/forecast.zarr"
+        strata("copy", archive, remote, env=env)
+        new = forecast("2020-01-02T12:00", 3, seed=1)
+        patch = tmp_path / "patch.zarr"
+        write(new, patch, PATCH_ENCODING, 2)
+        proc = strata("write-region", patch, remote, "--append-dim", "init_time", env=env)
+        assert "appended to" in proc.stdout
+        back = tmp_path / "back.zarr"
+        strata("copy", remote, back, env=env)
+        open_(patch).to_zarr(str(twin), append_dim="init_time", consolidated=True)
+        xr.testing.assert_identical(open_(back), open_(twin))
+        # Nothing of the job is left in the bucket (s3rver keeps objects as files).
+        left = [os.path.join(d, f) for d, _, fs in os.walk(server.dir) for f in fs
+                if ".strata-" in os.path.join(d, f)]
+        assert not left, left
+        assert any("forecast.zarr" in d for d, _, _ in os.walk(server.dir))
+    finally:
+        server.stop()
