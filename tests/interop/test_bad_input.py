@@ -158,6 +158,29 @@ def test_uncompressed_chunk_of_wrong_size(strata, tmp_path):
     run_copy_expecting(strata, src, tmp_path / "dst.zarr", 1, "chunk 0.1", "expected 96")
 
 
+@pytest.mark.parametrize("size", [9601, 10600, 19200])
+def test_rechunk_refuses_an_uncompressed_chunk_of_wrong_size(strata, tmp_path, size):
+    # Chunks of 40 x 30 float64 (9,600 bytes); the target chunks cut across
+    # them, so the rechunk reads parts of chunk 1.0 (ranged reads), which
+    # once used its first bytes whatever its length. copy refused it already.
+    src = tmp_path / "src.zarr"
+    z = zarr.open_array(str(src), mode="w", shape=(100, 60), chunks=(40, 30), dtype="float64",
+                        compressor=None, zarr_format=2)
+    z[...] = synthetic((100, 60), "float64", seed=1)
+    chunk = src / "1.0"
+    good = chunk.read_bytes()
+    assert len(good) == 9600
+    chunk.write_bytes((good * 2)[:size])
+    before = tree_digest(src)
+    for args in (("--chunks", "25,60"), ("--chunks", "7,13", "--executor", "processes")):
+        dst = tmp_path / "dst.zarr"
+        proc = strata("rechunk", src, dst, *args, check=False)
+        assert_clean_failure(proc, 1, "chunk 1.0", f"{size} bytes, expected 9600")
+        assert tree_digest(src) == before
+        assert_no_finished_output(dst)
+        shutil.rmtree(dst, ignore_errors=True)
+
+
 def test_dtype_mismatch_between_metadata_and_chunks(strata, tmp_path):
     # The metadata says float32 but the chunks hold float64: wrong decoded size.
     src = make_source(tmp_path / "src.zarr", compressor=numcodecs.LZ4())

@@ -226,6 +226,12 @@ Result<Buffer> LocalStore::Get(std::string_view key, MemoryPool& pool) {
 
 Result<Buffer> LocalStore::GetRange(std::string_view key, int64_t offset, int64_t length,
                                     MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(Suffix range, GetRangeAndSize(key, offset, length, pool));
+  return std::move(range.bytes);
+}
+
+Result<Store::Suffix> LocalStore::GetRangeAndSize(std::string_view key, int64_t offset,
+                                                  int64_t length, MemoryPool& pool) {
   STRATA_ASSIGN_OR_RETURN(std::string path, PathOf(key));
   if (offset < 0 || length < 0) {
     return InvalidArgumentError(fmt::format("invalid byte range {}+{} of {}", offset, length, path));
@@ -240,7 +246,7 @@ Result<Buffer> LocalStore::GetRange(std::string_view key, int64_t offset, int64_
   int64_t n = std::min(length, size - offset);
   STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(n));
   STRATA_RETURN_IF_ERROR(ReadFully(fd.get(), buffer.data(), n, offset, path));
-  return buffer;
+  return Suffix{std::move(buffer), size};
 }
 
 Status LocalStore::GetInto(std::string_view key, std::span<std::byte> out) {

@@ -36,6 +36,12 @@ Result<Buffer> MemoryStore::Get(std::string_view key, MemoryPool& pool) {
 
 Result<Buffer> MemoryStore::GetRange(std::string_view key, int64_t offset, int64_t length,
                                      MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(Suffix range, GetRangeAndSize(key, offset, length, pool));
+  return std::move(range.bytes);
+}
+
+Result<Store::Suffix> MemoryStore::GetRangeAndSize(std::string_view key, int64_t offset,
+                                                   int64_t length, MemoryPool& pool) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   if (offset < 0 || length < 0) {
     return InvalidArgumentError(fmt::format("invalid byte range {}+{} of memory://{}", offset,
@@ -51,7 +57,7 @@ Result<Buffer> MemoryStore::GetRange(std::string_view key, int64_t offset, int64
   int64_t n = std::min(length, size - offset);
   STRATA_ASSIGN_OR_RETURN(Buffer buffer, pool.Allocate(n));
   if (n > 0) std::memcpy(buffer.data(), value->data() + offset, static_cast<size_t>(n));
-  return buffer;
+  return Suffix{std::move(buffer), size};
 }
 
 Status MemoryStore::GetInto(std::string_view key, std::span<std::byte> out) {

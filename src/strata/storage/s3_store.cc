@@ -1109,6 +1109,12 @@ Result<Buffer> S3Store::Get(std::string_view key, MemoryPool& pool) {
 
 Result<Buffer> S3Store::GetRange(std::string_view key, int64_t offset, int64_t length,
                                  MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(Suffix range, GetRangeAndSize(key, offset, length, pool));
+  return std::move(range.bytes);
+}
+
+Result<Store::Suffix> S3Store::GetRangeAndSize(std::string_view key, int64_t offset,
+                                               int64_t length, MemoryPool& pool) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   const std::string what = What(key);
   if (offset < 0 || length < 0) {
@@ -1117,14 +1123,15 @@ Result<Buffer> S3Store::GetRange(std::string_view key, int64_t offset, int64_t l
   }
   // An empty range cannot be asked for in HTTP; a range starting at the end
   // is refused with 416. Both are answered from the size.
-  auto from_size = [&]() -> Result<Buffer> {
+  auto from_size = [&]() -> Result<Suffix> {
     STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
     if (!size) return NotFoundError(fmt::format("{} not found", what));
     if (offset > *size) {
       return OutOfRangeError(fmt::format("byte range starts at {} past the end of {} ({} bytes)",
                                          offset, what, *size));
     }
-    return pool.Allocate(0);
+    STRATA_ASSIGN_OR_RETURN(Buffer none, pool.Allocate(0));
+    return Suffix{std::move(none), *size};
   };
   if (length == 0) return from_size();
   Client::Request request;
@@ -1133,7 +1140,14 @@ Result<Buffer> S3Store::GetRange(std::string_view key, int64_t offset, int64_t l
   request.range = {offset, offset + std::min(length, INT64_MAX - offset) - 1};
   BufferSink sink(pool, request.what);
   STRATA_ASSIGN_OR_RETURN(Client::Response response, client_->Execute(request, &sink));
-  if (response.status == 206) return sink.Take();
+  if (response.status == 206) {
+    Buffer part = sink.Take();
+    if (response.range_total) return Suffix{std::move(part), *response.range_total};
+    // No total in the answer: asked for.
+    STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
+    if (!size) return NotFoundError(fmt::format("{} not found", what));
+    return Suffix{std::move(part), *size};
+  }
   if (response.status == 200) {
     // The server ignored the range and sent the whole object: cut it out.
     Buffer whole = sink.Take();
@@ -1144,7 +1158,7 @@ Result<Buffer> S3Store::GetRange(std::string_view key, int64_t offset, int64_t l
     int64_t n = std::min(length, whole.size() - offset);
     STRATA_ASSIGN_OR_RETURN(Buffer part, pool.Allocate(n));
     if (n > 0) std::memcpy(part.data(), whole.data() + offset, static_cast<size_t>(n));
-    return part;
+    return Suffix{std::move(part), whole.size()};
   }
   if (response.status == 416) return from_size();
   if (response.status == 404) {

@@ -131,6 +131,8 @@ class S3Store : public Store {
   Status GetInto(std::string_view key, std::span<std::byte> out) override;
   // One GET with "Range: bytes=-length".
   Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) override;
+  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
+                                 MemoryPool& pool) override;
   Result<std::optional<int64_t>> Size(std::string_view key) override;
   Status Set(std::string_view key, std::span<const std::byte> value) override;
   using Store::Set;

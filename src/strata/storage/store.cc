@@ -60,6 +60,14 @@ Result<std::optional<std::string>> Store::Version(std::string_view key) {
   return std::optional<std::string>(std::move(value).value());
 }
 
+Result<Store::Suffix> Store::GetRangeAndSize(std::string_view key, int64_t offset,
+                                             int64_t length, MemoryPool& pool) {
+  STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));
+  if (!size) return NotFoundError(fmt::format("{} not found", JoinKey(url(), key)));
+  STRATA_ASSIGN_OR_RETURN(Buffer bytes, GetRange(key, offset, length, pool));
+  return Suffix{std::move(bytes), *size};
+}
+
 Result<Store::Suffix> Store::GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) {
   if (length < 0) return InvalidArgumentError(fmt::format("invalid suffix length {}", length));
   STRATA_ASSIGN_OR_RETURN(std::optional<int64_t> size, Size(key));

@@ -73,6 +73,14 @@ class Store {
   };
   virtual Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool);
 
+  // Bytes [offset, offset + length) of `key` as GetRange, with the value's
+  // total size: what a reader of part of a chunk checks the stored size
+  // against (a raw chunk of the wrong length is corrupt, however little of
+  // it is read). One request where the store can (a file's fstat, an S3
+  // Content-Range). NotFound when absent. The default asks Size, then GetRange.
+  virtual Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
+                                         MemoryPool& pool);
+
   // Size of the value of `key`, or nullopt when absent.
   virtual Result<std::optional<int64_t>> Size(std::string_view key) = 0;
 
@@ -161,6 +169,8 @@ class LocalStore : public Store {
   Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
   Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
                           MemoryPool& pool) override;
+  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
+                                 MemoryPool& pool) override;
   Status GetInto(std::string_view key, std::span<std::byte> out) override;
   Result<std::optional<int64_t>> Size(std::string_view key) override;
   Status Set(std::string_view key, std::span<const std::byte> value) override;
@@ -205,6 +215,8 @@ class MemoryStore : public Store {
   Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
   Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
                           MemoryPool& pool) override;
+  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
+                                 MemoryPool& pool) override;
   Status GetInto(std::string_view key, std::span<std::byte> out) override;
   Result<std::optional<int64_t>> Size(std::string_view key) override;
   Status Set(std::string_view key, std::span<const std::byte> value) override;

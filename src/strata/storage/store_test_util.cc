@@ -98,6 +98,26 @@ TEST_P(StoreConformanceTest, ByteRanges) {
             StatusCode::kOutOfRange);
 }
 
+TEST_P(StoreConformanceTest, ByteRangesWithTheValuesSize) {
+  ASSERT_TRUE(store_->Set("r", Bytes("0123456789")).ok());
+  MemoryPool& pool = *MemoryPool::Default();
+  Result<Store::Suffix> range = store_->GetRangeAndSize("r", 2, 3, pool);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  EXPECT_EQ(ToString(range->bytes), "234");
+  EXPECT_EQ(range->total_size, 10);
+  range = store_->GetRangeAndSize("r", 8, 100, pool);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  EXPECT_EQ(ToString(range->bytes), "89");
+  EXPECT_EQ(range->total_size, 10);
+  range = store_->GetRangeAndSize("r", 10, 0, pool);
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  EXPECT_EQ(range->bytes.size(), 0);
+  EXPECT_EQ(range->total_size, 10);
+  EXPECT_EQ(store_->GetRangeAndSize("r", 11, 1, pool).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(store_->GetRangeAndSize("missing", 0, 4, pool).status().code(),
+            StatusCode::kNotFound);
+}
+
 TEST_P(StoreConformanceTest, Suffixes) {
   ASSERT_TRUE(store_->Set("s", Bytes("0123456789")).ok());
   Result<Store::Suffix> tail = store_->GetSuffix("s", 3, *MemoryPool::Default());

@@ -389,9 +389,16 @@ class BloscCodec final : public BytesCodec {
 
   Status DecodeRuns(const EncodedRangeReader& read, int64_t decoded_size,
                     std::span<const DecodedRun> runs, MemoryPool& scratch) const override {
-    STRATA_ASSIGN_OR_RETURN(Buffer head, read(0, BLOSC_MIN_HEADER_LENGTH));
-    STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(head.span()));
+    STRATA_ASSIGN_OR_RETURN(EncodedRange head, read(0, BLOSC_MIN_HEADER_LENGTH));
+    STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(head.bytes.span()));
     if (h.nbytes != decoded_size) return DecodedSizeMismatch("blosc", h.nbytes, decoded_size);
+    // As CheckFrame does for a whole frame.
+    if (h.cbytes != head.stored_size) {
+      return DataLossError(
+          fmt::format("blosc: header records a {}-byte frame but the encoded chunk has {} bytes "
+                      "(truncated or not a blosc frame)",
+                      h.cbytes, head.stored_size));
+    }
     for (size_t i = 0; i < runs.size(); ++i) {
       STRATA_CHECK(runs[i].offset >= 0 &&
                    runs[i].offset + static_cast<int64_t>(runs[i].out.size()) <= decoded_size &&
@@ -404,15 +411,17 @@ class BloscCodec final : public BytesCodec {
       for (const DecodedRun& r : runs) {
         if (r.out.empty()) continue;
         STRATA_ASSIGN_OR_RETURN(
-            Buffer bytes, read(BLOSC_MAX_OVERHEAD + r.offset, static_cast<int64_t>(r.out.size())));
-        std::memcpy(r.out.data(), bytes.data(), r.out.size());
+            EncodedRange got,
+            read(BLOSC_MAX_OVERHEAD + r.offset, static_cast<int64_t>(r.out.size())));
+        std::memcpy(r.out.data(), got.bytes.data(), r.out.size());
       }
       return Status::Ok();
     }
     const int64_t nblocks = h.nblocks();
     const int64_t blocksize = h.blocksize;
     const int64_t data_start = BLOSC_MIN_HEADER_LENGTH + 4 * nblocks;
-    STRATA_ASSIGN_OR_RETURN(Buffer table, read(BLOSC_MIN_HEADER_LENGTH, 4 * nblocks));
+    STRATA_ASSIGN_OR_RETURN(EncodedRange table_read, read(BLOSC_MIN_HEADER_LENGTH, 4 * nblocks));
+    Buffer table = std::move(table_read.bytes);
     std::vector<int64_t> starts(nblocks), ends(nblocks);
     for (int64_t j = 0; j < nblocks; ++j) {
       starts[j] = LoadLe32(table.data() + 4 * j);
@@ -463,7 +472,8 @@ class BloscCodec final : public BytesCodec {
         ++end;
       }
       const int64_t from = starts[needed[g]] - kOneBlockPrefix;
-      STRATA_ASSIGN_OR_RETURN(Buffer bytes, read(from, ends[needed[end - 1]] - from));
+      STRATA_ASSIGN_OR_RETURN(EncodedRange got, read(from, ends[needed[end - 1]] - from));
+      Buffer& bytes = got.bytes;
       for (size_t n = g; n < end; ++n) {
         const int64_t j = needed[n];
         const int64_t begin = j * blocksize;

@@ -3,6 +3,7 @@
 // header, the block offsets and the blocks the runs touch; frames whose
 // blocks are stored out of order, uncompressed frames, and corrupt ones.
 #include <blosc.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,7 +42,7 @@ struct FrameReader {
   int64_t reads = 0;
 
   EncodedRangeReader reader() {
-    return [this](int64_t offset, int64_t length) -> Result<Buffer> {
+    return [this](int64_t offset, int64_t length) -> Result<EncodedRange> {
       const auto size = static_cast<int64_t>(frame->size());
       if (offset < 0 || length < 0 || offset + length > size) {
         return DataLossError("test reader: past the end of the frame");
@@ -50,7 +51,7 @@ struct FrameReader {
       if (length > 0) std::memcpy(b.data(), frame->data() + offset, static_cast<size_t>(length));
       bytes += length;
       ++reads;
-      return b;
+      return EncodedRange{std::move(b), size};
     };
   }
 };
@@ -248,9 +249,18 @@ TEST(BloscRunsTest, CorruptFramesAreDataLoss) {
   version[0] = std::byte{9};
   EXPECT_TRUE(StatusIs(decode(version, static_cast<int64_t>(data.size())), StatusCode::kDataLoss,
                        "format version 9"));
+  // A stored frame of another size than its header records, shorter or
+  // longer, is refused before any block is read (as a whole frame is).
   const std::vector<std::byte> truncated(frame.begin(), frame.begin() + Le32(frame, 16 + 4 * 3));
   EXPECT_TRUE(StatusIs(decode(truncated, static_cast<int64_t>(data.size())),
-                       StatusCode::kDataLoss, "past the end"));
+                       StatusCode::kDataLoss,
+                       fmt::format("header records a {}-byte frame but the encoded chunk has {} "
+                                   "bytes",
+                                   frame.size(), truncated.size())));
+  auto longer = frame;
+  longer.resize(frame.size() + 1);
+  EXPECT_TRUE(StatusIs(decode(longer, static_cast<int64_t>(data.size())), StatusCode::kDataLoss,
+                       fmt::format("but the encoded chunk has {} bytes", longer.size())));
   EXPECT_TRUE(StatusIs((*codec)->RunUnit({frame.data(), 10}).status(), StatusCode::kDataLoss,
                        "shorter than the 16-byte blosc header"));
 }

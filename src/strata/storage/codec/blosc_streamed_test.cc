@@ -74,13 +74,13 @@ void ExpectDecodes(const BytesCodec& codec, const std::vector<std::byte>& frame,
   std::vector<std::byte> a(kMiB), b(1000);
   std::vector<DecodedRun> runs = {{int64_t{8 << 20} - int64_t{kMiB / 2}, {a.data(), a.size()}},
                                   {n - 1000, {b.data(), b.size()}}};
-  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
+  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<EncodedRange> {
     if (offset < 0 || offset + length > static_cast<int64_t>(frame.size())) {
       return DataLossError("test reader: past the end of the frame");
     }
     STRATA_ASSIGN_OR_RETURN(Buffer buffer, Pool().Allocate(length));
     std::memcpy(buffer.data(), frame.data() + offset, static_cast<size_t>(length));
-    return buffer;
+    return EncodedRange{std::move(buffer), static_cast<int64_t>(frame.size())};
   };
   ASSERT_TRUE(codec.DecodeRuns(read, n, runs, Pool()).ok());
   EXPECT_TRUE(std::equal(a.begin(), a.end(), data.begin() + runs[0].offset));

@@ -267,7 +267,14 @@ Status ChunkCodec::DecodeRuns(const EncodedRangeReader& read, std::span<const De
           << "raw run [" << runs[g].offset << ", " << last << ") outside a chunk of "
           << chunk_bytes_ << " bytes";
       if (last > runs[g].offset) {
-        STRATA_ASSIGN_OR_RETURN(Buffer bytes, read(runs[g].offset, last - runs[g].offset));
+        STRATA_ASSIGN_OR_RETURN(EncodedRange got, read(runs[g].offset, last - runs[g].offset));
+        // As Decode checks a whole raw chunk's length.
+        if (got.stored_size != chunk_bytes_) {
+          return DataLossError(fmt::format("stored chunk has {} bytes, expected {} ({} of shape {})",
+                                           got.stored_size, chunk_bytes_,
+                                           encoding_.dtype.name(), ShapeToString(chunk_shape_)));
+        }
+        const Buffer& bytes = got.bytes;
         for (size_t i = g; i < end; ++i) {
           if (runs[i].out.empty()) continue;
           std::memcpy(runs[i].out.data(), bytes.data() + (runs[i].offset - runs[g].offset),

@@ -27,8 +27,15 @@ namespace strata {
 
 // Partial decoding (BytesCodec::DecodeRuns): fetches `length` stored bytes
 // at `offset` of one encoded chunk (a ranged read of its object) into a new
-// buffer of exactly that size. DataLoss when fewer bytes are stored.
-using EncodedRangeReader = std::function<Result<Buffer>(int64_t offset, int64_t length)>;
+// buffer of exactly that size, with the stored chunk's whole size, which a
+// decoder checks as it checks a whole chunk's (a raw chunk's length, a blosc
+// frame's recorded size): a chunk of the wrong length is corrupt however
+// little of it is read. DataLoss when fewer bytes are stored.
+struct EncodedRange {
+  Buffer bytes;
+  int64_t stored_size = 0;
+};
+using EncodedRangeReader = std::function<Result<EncodedRange>(int64_t offset, int64_t length)>;
 
 // A run of a decoded chunk's bytes, and where it goes.
 struct DecodedRun {

@@ -5,7 +5,10 @@
 // chunk reads as fill and a truncated one is DataLoss naming the chunk.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "strata/core/synthetic.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -186,6 +189,62 @@ TEST(PartialReadTest, MissingChunksReadAsFillAndTruncatedOnesAreDataLoss) {
   EXPECT_EQ(truncated.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(truncated.status().message().find("of chunk 1.0 of"), std::string_view::npos)
       << truncated.status().ToString();
+}
+
+// A stored chunk of the wrong length is corrupt on every read path: a part
+// of it (ranged reads), the whole chunk and a region, over memory and a
+// local directory. Uncompressed chunks were once read in ranges without a
+// look at their length, so a rechunk used the first bytes of a chunk a byte
+// too long, twice as long, or 1000 bytes too long.
+TEST(PartialReadTest, AChunkOfTheWrongStoredLengthIsDataLossOnEveryReadPath) {
+  const std::string dir = ::testing::TempDir() + "/partial_read_wrong_length";
+  std::filesystem::remove_all(dir);
+  std::vector<std::pair<std::string, std::shared_ptr<Store>>> stores = {
+      {"memory", std::make_shared<MemoryStore>()},
+      {"local", std::shared_ptr<Store>(*LocalStore::Open(dir))}};
+  const Encoding blosc{"blosc", {BloscSpec{"lz4", 5, 1, 1024, 0}}};
+  for (const Encoding& e : {Encoding{"raw", {}}, Encoding{"raw_big_endian", {}, Endian::kBig},
+                            blosc}) {
+    for (auto& [store_name, store] : stores) {
+      // Chunks of 40 x 30 float64: 9,600 bytes.
+      const Shape shape = {100, 60};
+      auto a = Write(store, Meta(e, DTypeId::kFloat64, shape, {40, 30}), 4);
+      MemoryPool& pool = *MemoryPool::Default();
+      const std::vector<Index> block = {1, 0};
+      const std::string key = a->ChunkStoreKey(block);
+      const Buffer good = *store->Get(key, pool);
+      const int64_t n = good.size();
+      if (e.codecs.empty()) {
+        ASSERT_EQ(n, 9600);
+      }
+      for (int64_t size : {n + 1, n + 1000, 2 * n}) {
+        SCOPED_TRACE(::testing::Message() << e.name << " " << store_name << " " << size);
+        std::vector<std::byte> bad(static_cast<size_t>(size));
+        for (int64_t i = 0; i < size; ++i) bad[i] = good.data()[i % n];
+        ASSERT_TRUE(store->Set(key, bad).ok());
+        const std::string sizes = e.codecs.empty()
+                                      ? fmt::format("{} bytes, expected {}", size, n)
+                                      : fmt::format("a {}-byte frame but the encoded chunk has {} "
+                                                    "bytes",
+                                                    n, size);
+        auto expect_data_loss = [&](const Status& s, const char* path) {
+          SCOPED_TRACE(path);
+          EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+          EXPECT_NE(s.message().find("chunk 1.0 of"), std::string_view::npos) << s.ToString();
+          EXPECT_NE(s.message().find(sizes), std::string_view::npos) << s.ToString();
+        };
+        const Box part({45, 3}, {4, 20});
+        NDArray got = *NDArray::Allocate(pool, DTypeId::kFloat64, part.shape);
+        expect_data_loss(a->ReadChunkPart(block, part, got.view(), pool).status(),
+                         "ReadChunkPart");
+        expect_data_loss(a->ReadRegion(part, got.view(), pool), "ReadRegion");
+        NDArray whole = *NDArray::Allocate(pool, DTypeId::kFloat64, {40, 30});
+        expect_data_loss(a->ReadChunk(block, whole.view(), pool).status(), "ReadChunk");
+        expect_data_loss(a->ReadBlock(block, whole.view(), pool).status(), "ReadBlock");
+      }
+      ASSERT_TRUE(store->Set(key, good.span()).ok());
+    }
+  }
 }
 
 TEST(PartialReadTest, TheUnitIsTheBloscBlockOrNoneWhereChunksDecodeWhole) {

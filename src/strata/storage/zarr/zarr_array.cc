@@ -1085,15 +1085,15 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
         [&](const ArrayView& whole) { return ReadChunk(block, whole, pool); });
   }
   const std::string key = ChunkStoreKey(block);
-  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
-    STRATA_ASSIGN_OR_RETURN(Buffer bytes, store_->GetRange(key, offset, length, pool));
-    if (bytes.size() != length) {
+  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<EncodedRange> {
+    STRATA_ASSIGN_OR_RETURN(Store::Suffix got, store_->GetRangeAndSize(key, offset, length, pool));
+    if (got.bytes.size() != length) {
       return DataLossError(fmt::format("the stored chunk ends before byte {} (bytes [{}, {}) "
                                        "are needed)",
-                                       offset + bytes.size(), offset, offset + length));
+                                       offset + got.bytes.size(), offset, offset + length));
     }
     zarr_bytes_read += length;
-    return bytes;
+    return EncodedRange{std::move(got.bytes), got.total_size};
   };
   Status s = codec_->DecodeRuns(read, runs, pool);
   if (IsNotFound(s)) {
@@ -1102,8 +1102,8 @@ Result<bool> ZarrArray::ReadChunkPart(std::span<const Index> block, const Box& p
     return false;
   }
   if (!s.ok()) {
-    return s.WithContext(fmt::format("reading {} of chunk {} of {}", part.ToString(),
-                                     JoinIndices(block, '.'), url()));
+    return s.WithContext(fmt::format("reading {} of chunk {} of {} (key {})", part.ToString(),
+                                     JoinIndices(block, '.'), url(), ChunkName(block)));
   }
   return true;
 }
@@ -1132,8 +1132,8 @@ Result<bool> ZarrArray::ReadInnerPart(std::span<const Index> block, const Box& p
   const ShardEntry& e = c.entry;
   const std::string key = ChunkStoreKey(c.shard);
   // Only the stored bytes holding `part`: offsets are the inner chunk's.
-  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<Buffer> {
-    if (offset < 0 || length < 0 || offset + length > static_cast<int64_t>(e.nbytes)) {
+  EncodedRangeReader read = [&](int64_t offset, int64_t length) -> Result<EncodedRange> {
+    if (offset < 0 || length < 0 || offset > static_cast<int64_t>(e.nbytes) - length) {
       return DataLossError(fmt::format("the inner chunk is {} bytes; bytes [{}, {}) are needed",
                                        e.nbytes, offset, offset + length));
     }
@@ -1144,7 +1144,8 @@ Result<bool> ZarrArray::ReadInnerPart(std::span<const Index> block, const Box& p
                                        offset + bytes.size()));
     }
     zarr_bytes_read += length;
-    return bytes;
+    // The inner chunk's stored size is what the shard's index records.
+    return EncodedRange{std::move(bytes), static_cast<int64_t>(e.nbytes)};
   };
   Status s = codec.DecodeRuns(read, runs, pool);
   if (!s.ok()) return s.WithContext(fmt::format("reading {} of {}", part.ToString(), c.name));
