@@ -278,6 +278,27 @@ def test_write_region_backfills(strata, tmp_path):
     zarr_keys_only(dst)
 
 
+@pytest.mark.parametrize("at", ["9223372036854775800,0", "0,9223372036854775807"])
+def test_write_region_whose_end_overflows_is_refused(strata, tmp_path, at):
+    """origin + extent past 2^63 wrapped to a negative end that passed the
+    bound check: the first origin overwrote 2,940 cells at row 0 (exit 0), the
+    second aborted with a double free and left the chunk lock file."""
+    dst = tmp_path / "dst.zarr"
+    base = np.arange(400 * 300, dtype="f8").reshape(400, 300)
+    write_array(dst, base, (64, 64))
+    src = tmp_path / "patch.zarr"
+    write_array(src, np.full((50, 70), -5.0), (50, 70))
+    before = sorted(os.listdir(dst))
+    proc = strata("write-region", src, dst, "--at", at, check=False)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("strata: error: "), proc.stderr
+    assert f"region at ({at.replace(',', ', ')}) of shape (50, 70) ends past the largest index" \
+        in lines[0], lines[0]
+    assert_same(zarr.open_array(str(dst), mode="r")[...], base)
+    assert sorted(os.listdir(dst)) == before  # no .strata-chunk-locks either
+
+
 def test_write_region_from_itself_is_refused(strata, tmp_path):
     """SRC is read while DST's chunks are rewritten: as every verb that writes
     (issue 13), write-region refuses overlapping locations with exit 2."""

@@ -8,6 +8,7 @@
 #include "strata/api/internal.h"
 #include "strata/api/plan_checks.h"
 #include "strata/base/byte_size.h"
+#include "strata/core/checked_index.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {
@@ -85,7 +86,12 @@ Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions&
       }
     }
     origin[axis] = m.shape[axis];
-    m.shape[axis] += x.shape()[axis];
+    Result<Index> grown = CheckedAdd(
+        m.shape[axis], x.shape()[axis],
+        fmt::format("appending {} along axis {} to {}", ShapeToString(x.shape()), axis,
+                    ShapeToString(m.shape)));
+    if (!grown.ok()) return fail(grown.status());
+    m.shape[axis] = *grown;
     mode.kind = ZarrTarget::Mode::Kind::kAppend;
     mode.append_axis = axis;
   } else {
@@ -94,12 +100,12 @@ Array ToZarrRegion(const Array& x, const std::string& path, const ToZarrOptions&
       return invalid(fmt::format("region origin {} has rank {}, the array {}",
                                  ShapeToString(origin), origin.size(), rank));
     }
-    for (int i = 0; i < rank; ++i) {
-      if (origin[i] < 0 || origin[i] + x.shape()[i] > m.shape[i]) {
-        return invalid(fmt::format("region at {} of shape {} is outside the array of shape {}",
-                                   ShapeToString(origin), ShapeToString(x.shape()),
-                                   ShapeToString(m.shape)));
-      }
+    const Box region(origin, x.shape());
+    if (Status s = CheckBox(region, "region"); !s.ok()) return fail(s);
+    if (!Box::FromShape(m.shape).Contains(region)) {
+      return invalid(fmt::format("region at {} of shape {} is outside the array of shape {}",
+                                 ShapeToString(origin), ShapeToString(x.shape()),
+                                 ShapeToString(m.shape)));
     }
     mode.kind = ZarrTarget::Mode::Kind::kRegion;
   }

@@ -35,7 +35,16 @@ AxisSelection SliceIndices(const Slice& s, Index extent) {
   a.start = clamp(s.start, step > 0 ? lower : upper);
   const Index stop = clamp(s.stop, step > 0 ? upper : lower);
   if (step > 0 && stop > a.start) a.length = (stop - a.start - 1) / step + 1;
-  if (step < 0 && a.start > stop) a.length = (a.start - stop - 1) / (-step) + 1;
+  if (step < 0 && a.start > stop) {
+    // -(step + 1) + 1 avoids negating INT64_MIN.
+    const Index magnitude_minus_one = -(step + 1);
+    a.length = magnitude_minus_one == INT64_MAX
+                   ? 1
+                   : (a.start - stop - 1) / (magnitude_minus_one + 1) + 1;
+  }
+  // With one element the step no longer matters; 1 keeps every product of
+  // it with a position in range.
+  if (a.length <= 1) a.step = 1;
   return a;
 }
 

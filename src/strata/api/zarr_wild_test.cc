@@ -4,6 +4,7 @@
 // existing array and appended along an axis, and resumed after an
 // interruption (complete chunks are not written again; the killed run's
 // temporary files are removed).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -184,6 +185,45 @@ TEST(RegionToZarrTest, BackfillsARegionAndAppends) {
   append.append_dim = 1;
   EXPECT_NE(to_zarr(more, path, append).status().message().find("the other extents differ"),
             std::string_view::npos);
+}
+
+// A region whose end (origin + extent) passes 2^63 wrapped to a negative end
+// that passed the bound check: the CLI wrote 2,940 cells at row 0 or freed a
+// chunk buffer twice. Refused now, naming the region, with nothing written.
+TEST(RegionToZarrTest, ARegionWhoseEndOverflowsIsRefused) {
+  TempDir dir("strata-region-overflow");
+  const std::string path = dir.path() + "/a.zarr";
+  Spec spec = SmallSpec();
+  ASSERT_TRUE(compute(to_zarr(full({400, 300}, Scalar(-1.0), {64, 64}, {}, spec), path)).ok());
+  const NDArray before = ReadBack(path);
+  Array patch = random::random({50, 70}, {50, 70}, 3, spec);
+  for (const Shape& origin : {Shape{INT64_MAX - 7, 0}, Shape{0, INT64_MAX}}) {
+    SCOPED_TRACE(ShapeToString(origin));
+    ToZarrOptions region;
+    region.region_origin = origin;
+    Array w = to_zarr(patch, path, region);
+    EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument) << w.status().ToString();
+    EXPECT_NE(w.status().message().find(fmt::format("region at {} of shape (50, 70) ends past "
+                                                    "the largest index",
+                                                    ShapeToString(origin))),
+              std::string_view::npos)
+        << w.status().ToString();
+  }
+  EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), before.view()));
+  // An append whose new extent would pass 2^63 is refused the same way
+  // (a virtual int8 array of 2^63 - 100 rows appended to 400).
+  const std::string column = dir.path() + "/c.zarr";
+  ASSERT_TRUE(compute(to_zarr(full({400, 1}, Scalar(-1.0), {64, 1}, {}, spec), column)).ok());
+  ToZarrOptions append;
+  append.append_dim = 0;
+  Array huge = full({INT64_MAX - 99, 1}, Scalar(int64_t{1}), {Index{1} << 40, 1},
+                    DType(DTypeId::kInt8), spec);
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  Array a = to_zarr(huge, column, append);
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument) << a.status().ToString();
+  EXPECT_NE(a.status().message().find("400 + 9223372036854775708 overflows int64"),
+            std::string_view::npos)
+      << a.status().ToString();
 }
 
 TEST(RegionToZarrTest, CastsOnlyWithinNumpysSameKind) {

@@ -84,9 +84,15 @@ bool Box::empty() const {
   return std::any_of(shape.begin(), shape.end(), [](Index d) { return d == 0; });
 }
 
+// Never overflows whatever `other` holds (a region from outside, before
+// CheckBox): this box's end is in range, and other.origin >= origin >= 0.
 bool Box::Contains(const Box& other) const {
   for (int i = 0; i < rank(); ++i) {
-    if (other.origin[i] < origin[i] || other.end(i) > end(i)) return false;
+    Index room;
+    if (other.origin[i] < origin[i] || other.shape[i] < 0 ||
+        __builtin_sub_overflow(end(i), other.origin[i], &room) || other.shape[i] > room) {
+      return false;
+    }
   }
   return true;
 }
@@ -95,7 +101,13 @@ std::string Box::ToString() const {
   std::string out = "[";
   for (int i = 0; i < rank(); ++i) {
     if (i) out += ", ";
-    out += fmt::format("{}:{}", origin[i], end(i));
+    Index stop;
+    if (__builtin_add_overflow(origin[i], shape[i], &stop)) {
+      // Only a box CheckBox refuses: say what it holds.
+      out += fmt::format("{}:{}+{}", origin[i], origin[i], shape[i]);
+    } else {
+      out += fmt::format("{}:{}", origin[i], stop);
+    }
   }
   return out + "]";
 }

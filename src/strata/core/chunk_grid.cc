@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "strata/core/checked_index.h"
+
 namespace strata {
 
 Result<ChunkGrid> ChunkGrid::Regular(Shape shape, Shape chunk_shape) {
@@ -22,9 +24,11 @@ Result<ChunkGrid> ChunkGrid::Regular(Shape shape, Shape chunk_shape) {
       return InvalidArgumentError(
           fmt::format("chunks {} must be at least 1 along every axis", ShapeToString(chunk_shape)));
     }
-    grid.grid_shape_[i] = (shape[i] + chunk_shape[i] - 1) / chunk_shape[i];
+    // Rounded up without shape + chunk - 1, which overflows near 2^63.
+    grid.grid_shape_[i] = shape[i] / chunk_shape[i] + (shape[i] % chunk_shape[i] != 0 ? 1 : 0);
   }
   STRATA_RETURN_IF_ERROR(CheckedNumElements(chunk_shape, "chunk shape"));
+  STRATA_RETURN_IF_ERROR(CheckedNumElements(shape, "shape"));
   grid.shape_ = std::move(shape);
   grid.chunk_shape_ = std::move(chunk_shape);
   return grid;
@@ -48,13 +52,17 @@ Result<ChunkGrid> ChunkGrid::Rectilinear(std::vector<std::vector<Index>> chunk_s
         return InvalidArgumentError(
             fmt::format("rectilinear chunk sizes along axis {} must be at least 1, got {}", i, s));
       }
-      offsets.push_back(offsets.back() + s);
+      STRATA_ASSIGN_OR_RETURN(
+          Index end, CheckedAdd(offsets.back(), s,
+                                fmt::format("rectilinear chunk sizes along axis {}", i)));
+      offsets.push_back(end);
       max_size = std::max(max_size, s);
     }
     grid.shape_[i] = offsets.back();
     grid.chunk_shape_[i] = max_size;
     grid.grid_shape_[i] = static_cast<Index>(chunk_sizes[i].size());
   }
+  STRATA_RETURN_IF_ERROR(CheckedNumElements(grid.shape_, "shape"));
   return grid;
 }
 

@@ -56,6 +56,23 @@ TEST(ChunkGridTest, RejectsBadChunks) {
   EXPECT_FALSE(ChunkGrid::Rectilinear({{3, 0}}).ok());
 }
 
+TEST(ChunkGridTest, ExtentsNearTwoToTheSixtyThreeDoNotWrap) {
+  // ceil(extent / chunk) was (extent + chunk - 1) / chunk: negative here.
+  ChunkGrid g = *ChunkGrid::Regular({INT64_MAX}, {10});
+  EXPECT_EQ(g.grid_shape(), Shape({INT64_MAX / 10 + 1}));
+  EXPECT_EQ(g.BlockShape(Shape{INT64_MAX / 10}), Shape({INT64_MAX % 10}));
+  Result<ChunkGrid> many = ChunkGrid::Regular({INT64_MAX, 4}, {10, 1});
+  EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.status().message().find("shape (9223372036854775807, 4) has more elements"),
+            std::string_view::npos)
+      << many.status().ToString();
+  Result<ChunkGrid> sum = ChunkGrid::Rectilinear({{INT64_MAX - 5, 10}});
+  EXPECT_EQ(sum.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sum.status().message().find("rectilinear chunk sizes along axis 0"),
+            std::string_view::npos)
+      << sum.status().ToString();
+}
+
 TEST(ChunkGridTest, BlockBoxesTileTheArray) {
   for (Shape shape : {Shape{17, 5, 9}, Shape{1, 1, 1}, Shape{30, 2, 7}}) {
     ChunkGrid g = *ChunkGrid::Regular(shape, {4, 3, 2});

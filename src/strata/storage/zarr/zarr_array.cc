@@ -17,6 +17,7 @@
 #include <random>
 
 #include "strata/base/process_info.h"
+#include "strata/core/checked_index.h"
 #include "strata/storage/zarr/json_util.h"
 
 namespace strata {
@@ -961,6 +962,7 @@ Status ZarrArray::ForEachBlockIn(
     const Box& region,
     const std::function<Status(std::span<const Index> block, const Box& block_box,
                                const Box& part)>& fn) const {
+  STRATA_RETURN_IF_ERROR(CheckBox(region, fmt::format("region of {}", url())));
   if (!Box::FromShape(shape()).Contains(region)) {
     return OutOfRangeError(fmt::format("region {} is outside {} of shape {}", region.ToString(),
                                        url(), ShapeToString(shape())));
@@ -980,6 +982,7 @@ Status ZarrArray::ReadRegion(const Box& region, const ArrayView& out, MemoryPool
   STRATA_CHECK(out.shape() == region.shape);
   if (shards_) {
     // Inner chunk by inner chunk: only those the region touches are read.
+    STRATA_RETURN_IF_ERROR(CheckBox(region, fmt::format("region of {}", url())));
     if (!Box::FromShape(shape()).Contains(region)) {
       return OutOfRangeError(fmt::format("region {} is outside {} of shape {}", region.ToString(),
                                          url(), ShapeToString(shape())));

@@ -84,6 +84,33 @@ TEST(ZarrArrayReliabilityTest, OverwriteErasesOnlyTheArraysOwnKeys) {
   EXPECT_EQ(keys, want);
 }
 
+// A region whose end passes 2^63 wrapped to a negative end: WriteRegion then
+// wrote its values at row 0, or past the chunk buffer. Now it is refused and
+// nothing is written.
+TEST(ZarrArrayReliabilityTest, ARegionWhoseEndOverflowsIsRefused) {
+  auto store = std::make_shared<MemoryStore>();
+  auto a = CreateFilled(store, "a", Meta(ZarrFormat::kV2, {400, 300}, {64, 64}));
+  MemoryPool& pool = *MemoryPool::Default();
+  const std::vector<std::string> before = *store->List("");
+  std::vector<std::string> bytes_before;
+  for (const std::string& key : before) bytes_before.push_back(*store->GetString(key));
+  NDArray patch = *NDArray::Zeros(pool, DTypeId::kFloat64, {50, 70});
+  for (const Box& region : {Box({INT64_MAX - 7, 0}, {50, 70}), Box({0, INT64_MAX}, {50, 70})}) {
+    SCOPED_TRACE(region.origin[0]);
+    Status w = a->WriteRegion(region, patch.view(), pool);
+    EXPECT_EQ(w.code(), StatusCode::kInvalidArgument) << w.ToString();
+    EXPECT_NE(w.message().find("region of memory://a at "), std::string_view::npos)
+        << w.ToString();
+    EXPECT_NE(w.message().find("of shape (50, 70) ends past the largest index"),
+              std::string_view::npos)
+        << w.ToString();
+    Status r = a->ReadRegion(region, patch.view(), pool);
+    EXPECT_EQ(r.code(), StatusCode::kInvalidArgument) << r.ToString();
+  }
+  EXPECT_EQ(*store->List(""), before);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(*store->GetString(before[i]), bytes_before[i]);
+}
+
 TEST(ZarrArrayReliabilityTest, FillChunksAreNotStoredAndReadBack) {
   auto store = std::make_shared<MemoryStore>();
   ArrayMetadata m = Meta();
