@@ -78,6 +78,37 @@ def test_copy_of_a_group_keeps_everything(strata, tmp_path):
     assert zarr.open_consolidated(str(out))["temperature"].metadata.compressor.codec_id == "zstd"
 
 
+def test_copy_overwrite_of_a_group_deletes_only_its_members(strata, tmp_path):
+    """--overwrite of a group deleted every file under it; only Zarr members
+    go now (as an array keeps files that are no chunk of it)."""
+    src = tmp_path / "ds.zarr"
+    ds = make_dataset(src)
+    grp = tmp_path / "grp.zarr"
+    old = zarr.open_group(str(grp), mode="w", zarr_format=2)
+    old.attrs["title"] = "old"
+    old.create_array("stale", shape=(4,), chunks=(2,), dtype="i4")[...] = 7
+    sub = old.create_group("sub")
+    sub.create_array("deep", shape=(3,), chunks=(3,), dtype="f8")[...] = 1.5
+    (grp / "photos").mkdir()
+    (grp / "photos" / "cat.jpg").write_bytes(b"\xff\xd8 a cat")
+    (grp / "sub" / "readme.txt").write_text("notes")
+    (grp / "stale" / "notes.txt").write_text("mine")
+    proc = strata("copy", src, grp, check=False)
+    assert proc.returncode == 1 and "--overwrite" in proc.stderr
+    strata("copy", src, grp, "--overwrite")
+    assert (grp / "photos" / "cat.jpg").read_bytes() == b"\xff\xd8 a cat"
+    assert (grp / "sub" / "readme.txt").read_text() == "notes"
+    assert (grp / "stale" / "notes.txt").read_text() == "mine"
+    # The old members are gone, the new ones are the copy.
+    assert not (grp / "stale" / ".zarray").exists() and not (grp / "stale" / "0").exists()
+    assert not (grp / "sub" / ".zgroup").exists()
+    assert not (grp / "sub" / "deep" / ".zarray").exists()
+    assert not (grp / "sub" / "deep" / "0").exists()
+    got = xr.open_zarr(str(grp), consolidated=True)
+    xr.testing.assert_identical(got.load(), ds)
+    assert "stale" not in zarr.open_group(str(grp), mode="r")
+
+
 def test_copy_to_v3_and_back_keeps_dimension_names(strata, tmp_path):
     src = tmp_path / "ds.zarr"
     ds = make_dataset(src)

@@ -144,10 +144,28 @@ struct ZarrArray::FillJournal {
 Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* existing) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys, store.List(prefix));
   if (existing != nullptr && existing->kind == NodeInfo::Kind::kGroup) {
-    for (std::string_view doc : {kZarrJsonKey, kZgroupKey, kZattrsKey}) {
+    // The group's documents, then each member (a child holding a Zarr node),
+    // erased as that node is; a file that is no member's (a photo kept in
+    // the group's directory) stays, as it does in an array's.
+    for (std::string_view doc : {kZarrJsonKey, kZgroupKey, kZattrsKey, kZmetadataKey}) {
       STRATA_RETURN_IF_ERROR(store.Erase(prefix + std::string(doc)));
     }
-    for (const std::string& key : keys) STRATA_RETURN_IF_ERROR(store.Erase(key));
+    std::vector<std::string> children;
+    for (const std::string& key : keys) {
+      std::string_view relative = std::string_view(key).substr(prefix.size());
+      const size_t slash = relative.find('/');
+      if (slash == std::string_view::npos) continue;
+      children.emplace_back(relative.substr(0, slash));
+    }
+    std::sort(children.begin(), children.end());
+    children.erase(std::unique(children.begin(), children.end()), children.end());
+    for (const std::string& child : children) {
+      const std::string path = prefix + child;
+      Result<NodeInfo> member = InspectNode(store, path);
+      if (IsNotFound(member.status())) continue;  // not a member
+      STRATA_RETURN_IF_ERROR(
+          EraseZarrNode(store, path + "/", member.ok() ? &*member : nullptr));
+    }
     return Status::Ok();
   }
   for (std::string_view doc : {kZarrJsonKey, kZarrayKey, kZattrsKey, kIncompleteMarkerKey}) {

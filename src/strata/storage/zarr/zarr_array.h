@@ -336,9 +336,11 @@ struct NodeInfo {
 Result<NodeInfo> InspectNode(Store& store, const std::string& path);
 
 // Removes what belongs to the node at `prefix` ("" or "path/") that is being
-// replaced, and nothing else: a group's whole tree (its members are its own);
-// an array's metadata documents first (so a reader sees it gone before its
-// chunks go), then its chunk keys, leaving any other file in its directory.
+// replaced, and nothing else: a group's metadata documents and its members
+// (each child holding a Zarr array or group, erased as that node), leaving
+// files that are no member's; an array's metadata documents first (so a
+// reader sees it gone before its chunks go), then its chunk keys, leaving any
+// other file in its directory.
 // `existing` is null when the node's metadata cannot be read: then its
 // metadata documents and every key spelled like a chunk key go.
 Status EraseZarrNode(Store& store, const std::string& prefix, const NodeInfo* existing);

@@ -111,6 +111,61 @@ TEST(ZarrArrayReliabilityTest, ARegionWhoseEndOverflowsIsRefused) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(*store->GetString(before[i]), bytes_before[i]);
 }
 
+// Replacing a group erased every key under it, a photo kept in the group's
+// directory too; only its members (arrays and groups, at any depth) and its
+// own documents go now, as an array keeps files that are no chunk of it.
+TEST(ZarrArrayReliabilityTest, OverwriteOfAGroupErasesOnlyItsMembers) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->Set("grp/.zgroup", R"({"zarr_format": 2})").ok());
+  ASSERT_TRUE(store->Set("grp/.zattrs", R"({"title": "old"})").ok());
+  ASSERT_TRUE(store->Set("grp/.zmetadata", R"({"metadata": {}, "zarr_consolidated_format": 1})")
+                  .ok());
+  CreateFilled(store, "grp/x", Meta());
+  ASSERT_TRUE(store->Set("grp/sub/.zgroup", R"({"zarr_format": 2})").ok());
+  CreateFilled(store, "grp/sub/y", Meta(ZarrFormat::kV3, {4}, {2}));
+  ASSERT_TRUE(store->Set("grp/photos/cat.jpg", "a cat").ok());
+  ASSERT_TRUE(store->Set("grp/sub/readme.txt", "notes").ok());
+  ASSERT_TRUE(store->Set("grp/x/notes.txt", "mine").ok());
+  ASSERT_TRUE(store->Set("grp/list.txt", "kept").ok());
+  // A member whose metadata cannot be read is still a member: its documents
+  // and chunk keys go.
+  ASSERT_TRUE(store->Set("grp/bad/.zarray", "{").ok());
+  ASSERT_TRUE(store->Set("grp/bad/0.0", "chunk").ok());
+  NodeInfo group = *InspectNode(*store, "grp");
+  ASSERT_EQ(group.kind, NodeInfo::Kind::kGroup);
+  ASSERT_TRUE(EraseZarrNode(*store, "grp/", &group).ok());
+  EXPECT_EQ(*store->List(""),
+            (std::vector<std::string>{"grp/list.txt", "grp/photos/cat.jpg", "grp/sub/readme.txt",
+                                      "grp/x/notes.txt"}));
+}
+
+// A region whose end passes 2^63 wrapped to a negative end: WriteRegion then
+// wrote its values at row 0, or past the chunk buffer. Now it is refused and
+// nothing is written.
+TEST(ZarrArrayReliabilityTest, ARegionWhoseEndOverflowsIsRefused) {
+  auto store = std::make_shared<MemoryStore>();
+  auto a = CreateFilled(store, "a", Meta(ZarrFormat::kV2, {400, 300}, {64, 64}));
+  MemoryPool& pool = *MemoryPool::Default();
+  const std::vector<std::string> before = *store->List("");
+  std::vector<std::string> bytes_before;
+  for (const std::string& key : before) bytes_before.push_back(*store->GetString(key));
+  NDArray patch = *NDArray::Zeros(pool, DTypeId::kFloat64, {50, 70});
+  for (const Box& region : {Box({INT64_MAX - 7, 0}, {50, 70}), Box({0, INT64_MAX}, {50, 70})}) {
+    SCOPED_TRACE(region.origin[0]);
+    Status w = a->WriteRegion(region, patch.view(), pool);
+    EXPECT_EQ(w.code(), StatusCode::kInvalidArgument) << w.ToString();
+    EXPECT_NE(w.message().find("region of memory://a at "), std::string_view::npos)
+        << w.ToString();
+    EXPECT_NE(w.message().find("of shape (50, 70) ends past the largest index"),
+              std::string_view::npos)
+        << w.ToString();
+    Status r = a->ReadRegion(region, patch.view(), pool);
+    EXPECT_EQ(r.code(), StatusCode::kInvalidArgument) << r.ToString();
+  }
+  EXPECT_EQ(*store->List(""), before);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(*store->GetString(before[i]), bytes_before[i]);
+}
+
 TEST(ZarrArrayReliabilityTest, FillChunksAreNotStoredAndReadBack) {
   auto store = std::make_shared<MemoryStore>();
   ArrayMetadata m = Meta();
