@@ -52,7 +52,7 @@ def shape_tuple(shape, what="shape"):
     if isinstance(shape, (bool, np.bool_)):
         raise TypeError(f"{what}: expected an int or a tuple of ints, got {shape!r}")
     if isinstance(shape, numbers.Integral) or hasattr(shape, "__index__"):
-        return (operator.index(shape),)
+        return (int64_arg(operator.index(shape), what, shape),)
     try:
         items = tuple(shape)
     except TypeError:
@@ -62,8 +62,16 @@ def shape_tuple(shape, what="shape"):
     for s in items:
         if isinstance(s, (bool, np.bool_)) or not hasattr(s, "__index__"):
             raise TypeError(f"{what}: expected ints, got {s!r} in {shape!r}")
-        out.append(operator.index(s))
+        out.append(int64_arg(operator.index(s), what, shape))
     return tuple(out)
+
+
+def int64_arg(value, what, whole):
+    """`value` when it fits in int64 (every extent and index is one)."""
+    if not -2**63 <= value < 2**63:
+        raise ValueError(f"{what}: {value} in {whole!r} is out of range (an extent or index "
+                         f"is at most 2**63 - 1)")
+    return value
 
 
 def chunks_arg(chunks, ndim):

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from ._array import Array, _wrap
-from ._core import _strata, spec_arg
+from ._core import _strata, int64_arg, spec_arg
 
 
 def _location(store, path, what):
@@ -129,7 +129,7 @@ def _region_origin(x, location, region):
 def _index(v, axis, r):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
         raise TypeError(f"to_zarr: region[{axis}] must be a slice of ints or an int, got {r!r}")
-    return operator.index(v)
+    return int64_arg(operator.index(v), f"to_zarr: region[{axis}]", r)
 
 
 def to_zarr(x, store, path=None, *, compute=True, overwrite=False, zarr_format=None, codec=None,

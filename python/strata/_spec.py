@@ -1,4 +1,6 @@
 """strata.Spec: the resources a computation may use (Cubed's Spec)."""
+import os
+
 from ._core import _strata
 
 # Executors driven from Python (the dask executor, _dask.py, registers itself
@@ -39,8 +41,13 @@ class Spec:
             raise TypeError(f"Spec: unexpected arguments {sorted(executor_options)}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
             raise TypeError(f"Spec: workers must be an int, got {workers!r}")
+        # Each setting's type and range are checked where _strata.Spec
+        # converts it (TypeError/ValueError naming it); a path-like work_dir
+        # is its path, anything else is passed on as it is to be refused.
+        if isinstance(work_dir, os.PathLike):
+            work_dir = os.fspath(work_dir)
         kwargs = dict(
-            work_dir="" if work_dir is None else str(work_dir), allowed_mem=allowed_mem,
+            work_dir="" if work_dir is None else work_dir, allowed_mem=allowed_mem,
             reserved_mem=reserved_mem, total_system_mem=total_system_mem,
             executor=name, workers=workers or 0, tier=tier,
             object_store_url=object_store_url or "", retries=retries, fuse=fuse)

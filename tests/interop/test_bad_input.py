@@ -263,6 +263,12 @@ def test_copy_onto_itself(strata, tmp_path):
     (["random", "X", "--shape", "10", "--chunks", "5", "--zarr-format", "4"], "--zarr-format"),
     (["random", "X", "--shape", "10", "--chunks", "5", "--workers", "0"], "--workers"),
     (["copy", "A"], "DST"),
+    # -1 was the "not given" value: "needs exactly one of --at and --append-dim".
+    (["write-region", "A", "B", "--append-dim", "-1"],
+     "--append-dim -1: an axis of DST is 0 or more"),
+    (["write-region", "A", "B", "--append-dim", "0", "--at", "0,0"],
+     "needs exactly one of --at and --append-dim"),
+    (["write-region", "A", "B"], "needs exactly one of --at and --append-dim"),
     (["frobnicate"], "frobnicate"),
     ([], "subcommand"),
 ])

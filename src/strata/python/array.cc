@@ -3,6 +3,7 @@
 // gives them their Array API names and signatures.
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 
 #include "strata/api/subscript.h"
@@ -86,31 +87,27 @@ Array Create(const Shape& shape, py::handle chunks, DType dtype, const Spec& spe
   return WithGrid(Checked(make(grid.chunk_shape())), grid);
 }
 
-Spec MakeSpec(std::string work_dir, py::object allowed_mem, py::object reserved_mem,
-              py::object total_system_mem, const std::string& executor, int workers,
-              const std::string& tier, std::string object_store_url, int retries, bool fuse,
-              std::string scheduler) {
-  auto size = [](py::handle h, std::string_view name) -> ByteSize {
-    if (h.is_none()) return ByteSize();
-    if (py::isinstance<py::str>(h)) return ByteSize(h.cast<std::string>());
-    if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) return ByteSize(h.cast<int64_t>());
-    if (PyFloat_Check(h.ptr())) return ByteSize(static_cast<int64_t>(h.cast<double>()));
-    throw py::type_error(fmt::format("Spec: {} must be a size such as '2GB' or a number of bytes, "
-                                     "got {}",
-                                     name, py::str(py::type::of(h).attr("__name__")).cast<std::string>()));
-  };
+// Every argument is converted here, by name (binding.h), so that a wrong type
+// or range names the argument; the settings' own rules (retries 0..100, a
+// known tier) are ResolveSpec's.
+Spec MakeSpec(py::object work_dir, py::object allowed_mem, py::object reserved_mem,
+              py::object total_system_mem, py::object executor, py::object workers,
+              py::object tier, py::object object_store_url, py::object retries, py::object fuse,
+              py::object scheduler) {
+  constexpr int64_t kIntMin = std::numeric_limits<int>::min();
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   Spec spec;
-  spec.work_dir = std::move(work_dir);
-  spec.allowed_mem = size(allowed_mem, "allowed_mem");
-  spec.reserved_mem = size(reserved_mem, "reserved_mem");
-  spec.total_system_mem = size(total_system_mem, "total_system_mem");
-  spec.executor = Unwrap(ParseExecutor(executor));
-  spec.workers = workers;
-  spec.tier = Unwrap(ParseTierChoice(tier));
-  spec.object_store_url = std::move(object_store_url);
-  spec.retries = retries;
-  spec.fuse = fuse;
-  spec.scheduler = std::move(scheduler);
+  spec.work_dir = ToStrArg(work_dir, "Spec: work_dir");
+  spec.allowed_mem = ToByteSizeArg(allowed_mem, "Spec: allowed_mem");
+  spec.reserved_mem = ToByteSizeArg(reserved_mem, "Spec: reserved_mem");
+  spec.total_system_mem = ToByteSizeArg(total_system_mem, "Spec: total_system_mem");
+  spec.executor = Unwrap(ParseExecutor(ToStrArg(executor, "Spec: executor")));
+  spec.workers = static_cast<int>(ToInt64Arg(workers, "Spec: workers", kIntMin, kIntMax));
+  spec.tier = Unwrap(ParseTierChoice(ToStrArg(tier, "Spec: tier")));
+  spec.object_store_url = ToStrArg(object_store_url, "Spec: object_store_url");
+  spec.retries = static_cast<int>(ToInt64Arg(retries, "Spec: retries", kIntMin, kIntMax));
+  spec.fuse = ToBoolArg(fuse, "Spec: fuse");
+  spec.scheduler = ToStrArg(scheduler, "Spec: scheduler");
   // Errors in the settings now, not at the first compute. (Under MPI this
   // would be collective; the mpi executor's spec is checked by plan().)
   if (spec.executor != ExecutorKind::kMpi) Unwrap(ResolveSpec(spec));
@@ -253,11 +250,12 @@ Array ToZarr(const Array& x, const std::string& path, py::object codec, int zarr
 
 void RegisterArray(py::module_& m) {
   py::class_<Spec>(m, "Spec")
-      .def(py::init(&MakeSpec), py::arg("work_dir") = "", py::arg("allowed_mem") = py::none(),
-           py::arg("reserved_mem") = py::none(), py::arg("total_system_mem") = py::none(),
-           py::arg("executor") = "threads", py::arg("workers") = 0, py::arg("tier") = "auto",
-           py::arg("object_store_url") = "", py::arg("retries") = 2, py::arg("fuse") = true,
-           py::arg("scheduler") = "")
+      .def(py::init(&MakeSpec), py::arg("work_dir") = py::str(""),
+           py::arg("allowed_mem") = py::none(), py::arg("reserved_mem") = py::none(),
+           py::arg("total_system_mem") = py::none(), py::arg("executor") = py::str("threads"),
+           py::arg("workers") = py::int_(0), py::arg("tier") = py::str("auto"),
+           py::arg("object_store_url") = py::str(""), py::arg("retries") = py::int_(2),
+           py::arg("fuse") = py::bool_(true), py::arg("scheduler") = py::str(""))
       .def_readonly("work_dir", &Spec::work_dir)
       .def_property_readonly("executor",
                              [](const Spec& s) { return std::string(ExecutorName(s.executor)); })

@@ -71,6 +71,22 @@ py::object TakeStashedPythonError(std::string* message);
 void RegisterErrors(py::module_& m);
 
 // Conversions.
+//
+// Named arguments: the one place a Python value becomes a C++ setting. A
+// value of the wrong type raises TypeError and one out of range ValueError,
+// each naming `what` ("Spec: retries"), where pybind11's own conversion
+// gives "Unable to cast Python instance" or the whole signature.
+// An int (or anything with __index__, such as numpy's; not a bool) in
+// [min, max].
+int64_t ToInt64Arg(py::handle h, std::string_view what, int64_t min, int64_t max);
+// A bool (Python's or numpy's).
+bool ToBoolArg(py::handle h, std::string_view what);
+// A str.
+std::string ToStrArg(py::handle h, std::string_view what);
+// A size: None (unset), text such as "2GB", or a number of bytes that fits
+// in int64.
+ByteSize ToByteSizeArg(py::handle h, std::string_view what);
+
 DType ToDType(const std::string& name);
 Scalar ToScalar(py::handle h);
 bool IsScalar(py::handle h);

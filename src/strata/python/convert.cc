@@ -5,6 +5,67 @@
 
 namespace strata::python {
 
+namespace {
+
+std::string TypeName(py::handle h) {
+  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
+}
+
+bool IsNumpyBool(py::handle h) {
+  return std::string_view(Py_TYPE(h.ptr())->tp_name) == "numpy.bool" ||
+         std::string_view(Py_TYPE(h.ptr())->tp_name) == "numpy.bool_";
+}
+
+}  // namespace
+
+int64_t ToInt64Arg(py::handle h, std::string_view what, int64_t min, int64_t max) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o) || IsNumpyBool(h) || !PyIndex_Check(o)) {
+    throw py::type_error(fmt::format("{} must be an int, got {}", what, TypeName(h)));
+  }
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0 || v < min || v > max) {
+    throw py::value_error(fmt::format("{} {} is out of range ({} to {})", what,
+                                      py::str(index).cast<std::string>(), min, max));
+  }
+  return v;
+}
+
+bool ToBoolArg(py::handle h, std::string_view what) {
+  if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
+  if (IsNumpyBool(h)) return py::bool_(py::reinterpret_borrow<py::object>(h));
+  throw py::type_error(fmt::format("{} must be True or False, got {}", what, TypeName(h)));
+}
+
+std::string ToStrArg(py::handle h, std::string_view what) {
+  if (!py::isinstance<py::str>(h)) {
+    throw py::type_error(fmt::format("{} must be a str, got {}", what, TypeName(h)));
+  }
+  return h.cast<std::string>();
+}
+
+ByteSize ToByteSizeArg(py::handle h, std::string_view what) {
+  if (h.is_none()) return ByteSize();
+  if (py::isinstance<py::str>(h)) return ByteSize(h.cast<std::string>());
+  if (PyFloat_Check(h.ptr())) {
+    const double v = PyFloat_AsDouble(h.ptr());
+    // 2^63 is the first double past int64.
+    if (!(v >= 0 && v < 9223372036854775808.0)) {
+      throw py::value_error(fmt::format("{} {} is out of range (0 to {} bytes)", what,
+                                        py::repr(h).cast<std::string>(), INT64_MAX));
+    }
+    return ByteSize(static_cast<int64_t>(v));
+  }
+  if (!PyBool_Check(h.ptr()) && !IsNumpyBool(h) && PyIndex_Check(h.ptr())) {
+    return ByteSize(ToInt64Arg(h, what, 0, INT64_MAX));
+  }
+  throw py::type_error(fmt::format("{} must be a size such as '2GB' or a number of bytes, got {}",
+                                   what, TypeName(h)));
+}
+
 DType ToDType(const std::string& name) { return Unwrap(ParseDTypeName(name)); }
 
 bool IsScalar(py::handle h) {

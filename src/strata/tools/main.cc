@@ -385,7 +385,12 @@ int Main(int argc, char** argv) {
         const char* last = wr_append.data() + wr_append.size();
         auto [end, ec] = std::from_chars(wr_append.data(), last, axis);
         if (ec == std::errc() && end == last) {
-          if (axis < 0) throw UsageError{"--append-dim must be an axis >= 0 or a dimension name"};
+          if (axis < 0) {
+            throw UsageError{fmt::format(
+                "--append-dim {}: an axis of DST is 0 or more (0 for the first axis), or a "
+                "dimension name",
+                axis)};
+          }
           wr.append_dim = axis;
         } else {
           wr.append_name = wr_append;
