@@ -128,3 +128,36 @@ def test_kill_then_rerun(strata, source, s3, tmp_path, tier, point):
     assert not os.path.exists(dst / ".strata-incomplete")
     assert run_dirs(work) == [] and run_dirs(tmp) == []
     assert s3_keys_under(s3, "tier") == []
+
+
+def test_a_killed_worker_leaves_no_temporary_in_the_finished_array(strata, tmp_path):
+    """A worker process SIGKILLed while it writes a chunk costs a retry, and
+    the array it finishes holds no temporary file of the dead writer (one in
+    two such kills left `.9.0.strata-tmp-<pid>-...` behind)."""
+    src = tmp_path / "big.zarr"
+    # Chunks of 16 MiB: written piece by piece through a temporary file
+    # (ZarrArray's streamed writes), so a worker is caught in the middle.
+    strata("random", src, "--shape", "4096,4096", "--chunks", "4096,512", "--seed", "5")
+    dst = tmp_path / "dst.zarr"
+    args = [strata.path, "rechunk", str(src), str(dst), "--chunks", "512,4096",
+            "--executor", "processes", "--workers", "2", "--quiet",
+            "--work-dir", str(tmp_path / "work")]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    killed = None
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and killed is None and time.monotonic() < deadline:
+        for name in (os.listdir(dst) if os.path.isdir(dst) else []):
+            if ".strata-tmp-" not in name:
+                continue
+            pid = int(name.split(".strata-tmp-")[1].split("-")[0])
+            if pid != proc.pid:  # a worker's, not the coordinator's
+                os.kill(pid, signal.SIGKILL)
+                killed = (pid, name)
+                break
+        time.sleep(0.001)
+    assert killed, "no worker was seen writing a chunk"
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode(errors="replace")
+    assert strata("verify", src, dst).returncode == 0
+    temps = [f for _, _, files in os.walk(dst) for f in files if ".strata-tmp-" in f]
+    assert temps == [], (killed, temps)

@@ -15,6 +15,18 @@ Status CommitTarget(const Plan& plan, const Node& store_node) {
   return store_node.target->array()->Commit();
 }
 
+Status ReclaimDeadWritersFiles(const Plan& plan) {
+  Status first;
+  for (const PlannedOp& op : plan.ops()) {
+    if (op.node->kind != NodeKind::kStore || !op.node->target) continue;
+    std::shared_ptr<ZarrArray> array = op.node->target->array();
+    if (!array) continue;  // never opened
+    Status s = array->ReclaimDeadWritersFiles();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 Status FlushFillJournals(const Plan& plan) {
   Status first;
   for (const PlannedOp& op : plan.ops()) {

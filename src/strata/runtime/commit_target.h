@@ -19,6 +19,12 @@ namespace strata {
 // since it was opened; otherwise commits `store_node`'s target.
 Status CommitTarget(const Plan& plan, const Node& store_node);
 
+// After worker processes stopped: removes from every store op's array the
+// temporary files of writers that died (ZarrArray::ReclaimDeadWritersFiles),
+// those of attempts killed after their array was committed too. Every target
+// is tried; the first error is returned.
+Status ReclaimDeadWritersFiles(const Plan& plan);
+
 // After a failed run: writes what the store ops' arrays hold in memory of
 // their fill journals (ZarrArray::FlushFillJournal), so that a rerun skips
 // the chunks found all fill too. Every target is tried; the first error is

@@ -56,6 +56,7 @@
 
 #include "strata/base/byte_size.h"
 #include "strata/core/kernels/elementwise.h"
+#include "strata/runtime/commit_target.h"
 #include "strata/runtime/dispatcher.h"
 #include "strata/runtime/shm_store.h"
 #include "strata/runtime/task_wire_internal.h"
@@ -249,6 +250,9 @@ Status ProcessDispatcher::RunTasks() {
   if (status.ok()) status = DriveWorkers(spec_.workers);
   StopWorkerProcesses();
   if (!status.ok()) return status;
+  // Every worker is gone: one killed after its array was committed (a
+  // straggler whose task a backup finished) left its temporary file too.
+  STRATA_RETURN_IF_ERROR(ReclaimDeadWritersFiles(plan_));
   // The results, out of the shared mapping.
   for (size_t slot = 0; slot < plan_.outputs().size(); ++slot) {
     const PlannedOp& op = plan_.ops()[plan_.outputs()[slot]];

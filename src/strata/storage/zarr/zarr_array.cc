@@ -473,7 +473,16 @@ Status ZarrArray::FlushFillJournal() const {
   return WriteFillJournal(std::move(batch));
 }
 
+Status ZarrArray::ReclaimDeadWritersFiles() const {
+  return store_->ReclaimTempFiles(path_.empty() ? std::string() : path_ + "/")
+      .WithContext(fmt::format("removing what dead writers left in {}", url()));
+}
+
 Status ZarrArray::Commit() {
+  // Every chunk is written: what a writer killed during this run (a worker
+  // process, its task retried elsewhere) left goes before the array is
+  // finished, as Create removed what earlier runs left.
+  STRATA_RETURN_IF_ERROR(ReclaimDeadWritersFiles());
   if (!metadata_pending_) return Status::Ok();
   if (fill_journal_) {
     // The journal goes before the metadata comes: killed in between, the

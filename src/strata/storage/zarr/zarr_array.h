@@ -95,8 +95,13 @@ class ZarrArray {
   // True when Create resumed an incomplete array an interrupted run left.
   bool resumed() const { return resumed_; }
 
-  // Writes the metadata documents and removes the incomplete marker (of an
-  // array made by Create or OpenForAppend; a no-op for an array only opened).
+  // Removes the temporary files of writers that died (killed worker
+  // processes) and nothing a live writer holds (Store::ReclaimTempFiles).
+  Status ReclaimDeadWritersFiles() const;
+
+  // Removes what dead writers left (ReclaimDeadWritersFiles), then writes
+  // the metadata documents and removes the incomplete marker (of an array
+  // made by Create or OpenForAppend; only the first for an array opened).
   Status Commit();
 
   // Linear indices (sorted, in grid()) of every chunk already complete: the

@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
+#include <unistd.h>
+
+#include "strata/base/process_info.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 
@@ -84,31 +88,30 @@ TEST(ZarrArrayReliabilityTest, OverwriteErasesOnlyTheArraysOwnKeys) {
   EXPECT_EQ(keys, want);
 }
 
-// A region whose end passes 2^63 wrapped to a negative end: WriteRegion then
-// wrote its values at row 0, or past the chunk buffer. Now it is refused and
-// nothing is written.
-TEST(ZarrArrayReliabilityTest, ARegionWhoseEndOverflowsIsRefused) {
-  auto store = std::make_shared<MemoryStore>();
-  auto a = CreateFilled(store, "a", Meta(ZarrFormat::kV2, {400, 300}, {64, 64}));
+// A worker process killed while it wrote a chunk leaves its temporary file;
+// the retry writes the chunk, and Commit removes the dead writer's file
+// before the array is finished (Create only removed what earlier runs left).
+// A live writer's temporary stays.
+TEST(ZarrArrayReliabilityTest, CommitRemovesTheTemporariesOfDeadWriters) {
+  TempDir dir("strata-dead-writer");
+  std::shared_ptr<Store> store = *LocalStore::Open(dir.path());
+  auto a = *ZarrArray::Create(store, "a", Meta(), {});
   MemoryPool& pool = *MemoryPool::Default();
-  const std::vector<std::string> before = *store->List("");
-  std::vector<std::string> bytes_before;
-  for (const std::string& key : before) bytes_before.push_back(*store->GetString(key));
-  NDArray patch = *NDArray::Zeros(pool, DTypeId::kFloat64, {50, 70});
-  for (const Box& region : {Box({INT64_MAX - 7, 0}, {50, 70}), Box({0, INT64_MAX}, {50, 70})}) {
-    SCOPED_TRACE(region.origin[0]);
-    Status w = a->WriteRegion(region, patch.view(), pool);
-    EXPECT_EQ(w.code(), StatusCode::kInvalidArgument) << w.ToString();
-    EXPECT_NE(w.message().find("region of memory://a at "), std::string_view::npos)
-        << w.ToString();
-    EXPECT_NE(w.message().find("of shape (50, 70) ends past the largest index"),
-              std::string_view::npos)
-        << w.ToString();
-    Status r = a->ReadRegion(region, patch.view(), pool);
-    EXPECT_EQ(r.code(), StatusCode::kInvalidArgument) << r.ToString();
+  NDArray chunk = *NDArray::Zeros(pool, DTypeId::kFloat64, {4, 3});
+  for (Index i = 0; i < 2; ++i) {
+    for (Index j = 0; j < 2; ++j) ASSERT_TRUE(a->WriteChunk(Shape{i, j}, chunk.view(), pool).ok());
   }
-  EXPECT_EQ(*store->List(""), before);
-  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(*store->GetString(before[i]), bytes_before[i]);
+  // This process under another start time: a writer with this pid that died.
+  const std::string dead = fmt::format(".1.0.strata-tmp-{}-1-7", ::getpid());
+  const std::string live =
+      fmt::format(".1.1.strata-tmp-{}-{}-8", ::getpid(), ThisProcessStartTime());
+  for (const std::string& name : {dead, live}) {
+    std::ofstream(dir.path() + "/a/" + name) << "half a chunk";
+  }
+  ASSERT_TRUE(a->Commit().ok());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/a/" + dead));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/a/" + live));
+  EXPECT_TRUE(ZarrArray::Open(store, "a").ok());
 }
 
 // Replacing a group erased every key under it, a photo kept in the group's
