@@ -12,8 +12,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -127,6 +130,144 @@ TEST_P(ShardedToZarrTest, PartsOfEdgeShardsFillOnlyInnerChunksAndRetries) {
   EXPECT_EQ(a->CountStoredChunks()->count, 6);
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/sharded.zarr")) {
     EXPECT_EQ(e.path().filename().string().find("strata-tmp"), std::string::npos) << e.path();
+  }
+}
+
+// A source store whose first ranged read of each (key, offset) fails, as
+// unavailable, or is slow: every part of a shard then reads some of its inner
+// chunks' values in a later attempt than others (retries), or stalls in the
+// middle (a straggler, backed up by another worker).
+class FlakyRangesStore : public Store {
+ public:
+  enum class Mode { kFail, kStall };
+  explicit FlakyRangesStore(Mode mode) : inner_(std::make_shared<MemoryStore>()), mode_(mode) {}
+
+  Result<Buffer> Get(std::string_view key, MemoryPool& pool) override {
+    return inner_->Get(key, pool);
+  }
+  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
+                          MemoryPool& pool) override {
+    STRATA_RETURN_IF_ERROR(FirstTime(key, offset));
+    return inner_->GetRange(key, offset, length, pool);
+  }
+  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
+                                 MemoryPool& pool) override {
+    STRATA_RETURN_IF_ERROR(FirstTime(key, offset));
+    return inner_->GetRangeAndSize(key, offset, length, pool);
+  }
+  Status GetInto(std::string_view key, std::span<std::byte> out) override {
+    return inner_->GetInto(key, out);
+  }
+  Result<std::optional<int64_t>> Size(std::string_view key) override { return inner_->Size(key); }
+  Status Set(std::string_view key, std::span<const std::byte> value) override {
+    return inner_->Set(key, value);
+  }
+  using Store::Set;
+  Status Erase(std::string_view key) override { return inner_->Erase(key); }
+  Result<std::vector<std::string>> List(std::string_view prefix) override {
+    return inner_->List(prefix);
+  }
+  // A memory location to the plan's location checks (never overlapping).
+  std::string url() const override { return "memory://flaky"; }
+
+  void Arm() { armed_ = true; }
+  int64_t faults() const { return faults_.load(); }
+
+ private:
+  Status FirstTime(std::string_view key, int64_t offset) {
+    if (!armed_) return Status::Ok();
+    {
+      std::lock_guard lock(mu_);
+      if (!seen_.insert(fmt::format("{}@{}", key, offset)).second) return Status::Ok();
+    }
+    ++faults_;
+    if (mode_ == Mode::kStall) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      return Status::Ok();
+    }
+    return UnavailableError(fmt::format("flaky://{} at {}: try again", key, offset));
+  }
+
+  std::shared_ptr<MemoryStore> inner_;
+  const Mode mode_;
+  std::atomic<bool> armed_{false};
+  std::atomic<int64_t> faults_{0};
+  std::mutex mu_;
+  std::set<std::string> seen_;  // guarded by mu_
+};
+
+// A shard written in parts by several tasks took the inner chunks of a
+// retried or backup attempt of a part a second time, past the shard's size
+// bound: "writing shard 1.0: ... 1612370 bytes exceed the bound of 1600644".
+// Every part's attempts here fail (or stall) after some of its inner chunks
+// are in; the shards hold each inner chunk once and read back whole.
+TEST(ShardedPartsTest, RetriedAndBackupPartsAddEachInnerChunkOnce) {
+  for (FlakyRangesStore::Mode mode : {FlakyRangesStore::Mode::kFail,
+                                      FlakyRangesStore::Mode::kStall}) {
+    const bool fail = mode == FlakyRangesStore::Mode::kFail;
+    SCOPED_TRACE(fail ? "retries" : "backups");
+    TempDir dir("strata-shard-retries");
+    // (2000, 800) float64 in raw source chunks (400, 100), rechunked to the
+    // inner chunks (100, 100) of shards (500, 400): each inner chunk is one
+    // contiguous ranged read of its own (a quarter of a source chunk, read
+    // in place). Shard 1.1 is all fill value (zero): not stored.
+    const Shape shape = {2000, 800};
+    NDArray values = *compute(random::random(shape, {2000, 800}, 4, SmallSpec()));
+    auto* v = reinterpret_cast<double*>(values.view().data());
+    for (Index i = 500; i < 1000; ++i) std::fill(v + i * 800 + 400, v + (i + 1) * 800, 0.0);
+    auto flaky = std::make_shared<FlakyRangesStore>(mode);
+    ArrayMetadata m;
+    m.zarr_format = ZarrFormat::kV2;
+    m.shape = shape;
+    m.chunk_shape = {400, 100};
+    m.encoding.dtype = DTypeId::kFloat64;
+    m.fill_value = MakeFillValue(DTypeId::kFloat64, 0.0);
+    {
+      auto src = *ZarrArray::Create(flaky, "src", m, {});
+      ASSERT_TRUE(src->WriteRegion(Box::FromShape(shape), values.view(), *MemoryPool::Default())
+                      .ok());
+      ASSERT_TRUE(src->Commit().ok());
+    }
+    flaky->Arm();
+    // 4 workers for 8 shards: each shard is split into parts.
+    Spec spec = SmallSpec(ExecutorKind::kThreads, 4);
+    spec.retries = 100;
+    spec.backup_slowdown = 1.01;
+    Array x = from_zarr(*ZarrArray::Open(flaky, "src"), spec).rechunk({100, 100});
+    ToZarrOptions to;
+    to.zarr_format = ZarrFormat::kV3;
+    to.shards = Shape{500, 400};
+    const std::string path = dir.path() + "/sharded.zarr";
+    Array out = to_zarr(x, path, to);
+    auto p = plan({out});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    // Shards are split into parts of several inner chunks (SplitShards).
+    std::string decisions;
+    for (const std::string& d : (*p)->decisions()) decisions += d + "\n";
+    ASSERT_NE(decisions.find("split into parts"), std::string::npos) << decisions;
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Status s = Execute(**p, options).status();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_GT(flaky->faults(), 16);
+    EXPECT_TRUE(ArraysEqual(ReadBack(path).view(), values.view()));
+    auto at = *OpenStoreUrl(path, false);
+    auto a = *ZarrArray::Open(at.store, at.prefix);
+    EXPECT_EQ(a->CountStoredChunks()->count, 7);
+    // Each shard holds its 20 inner chunks once: no unreferenced copies.
+    const int64_t encoded = a->shard_layout()->inner_codec().max_encoded_bytes();
+    for (Index i = 0; i < 4; ++i) {
+      for (Index j = 0; j < 2; ++j) {
+        if (i == 1 && j == 1) continue;
+        std::optional<int64_t> size = *at.store->Size(a->ChunkStoreKey(Shape{i, j}));
+        ASSERT_TRUE(size.has_value());
+        EXPECT_LE(*size, 20 * encoded + a->shard_layout()->index_bytes()) << i << "." << j;
+      }
+    }
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path)) {
+      EXPECT_EQ(e.path().filename().string().find("strata-tmp"), std::string::npos) << e.path();
+    }
   }
 }
 

@@ -308,10 +308,18 @@ Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> bloc
   STRATA_ASSIGN_OR_RETURN(NDArray inner,
                           NDArray::Allocate(*frame.pool, node.dtype, layout.inner_shape()));
   const std::vector<std::byte>& fill = array.metadata().fill_value.bytes;
+  // A retried or backup attempt of a part finds some of its inner chunks in
+  // the shard already: they hold the same values (tasks are deterministic),
+  // and a second copy would take the shard past its size bound.
+  auto added = [&](Index j) {
+    std::lock_guard lock(pending->mu);
+    return pending->writer && pending->writer->has(j);
+  };
   for (Index j = 0; j < layout.inner_per_shard(); ++j) {
     const Box local = layout.InnerBox(j);
     const Box part = Intersect(local, clipped);
     if (part.empty() || Intersect(part, mine).empty()) continue;
+    if (!whole && added(j)) continue;
     if (part != local) FillArray(inner.view(), fill);
     Box global = part;
     for (int i = 0; i < global.rank(); ++i) global.origin[i] += shard.origin[i];
@@ -331,10 +339,9 @@ Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> bloc
       // shards only where it does: nothing is held past the task).
       STRATA_ASSIGN_OR_RETURN(pending->writer, array.BeginShard(shard_block, *pool_));
     }
-    // A retried or backup attempt writes its inner chunks again: the index
-    // points at the last copy, the earlier bytes stay unreferenced.
-    STRATA_RETURN_IF_ERROR(pending->writer->AddEncoded(j, bytes->span(), /*replace=*/true)
-                               .WithContext(context()));
+    // Another attempt of this part may have added it meanwhile.
+    if (pending->writer->has(j)) continue;
+    STRATA_RETURN_IF_ERROR(pending->writer->AddEncoded(j, bytes->span()).WithContext(context()));
   }
   frame.stream_leaves.clear();
   if (whole) return array.FinishShard(shard_block, *writer).WithContext(context());

@@ -213,11 +213,9 @@ Status ShardWriter::Add(Index inner, const ConstArrayView& data) {
   return AddEncoded(inner, encoded->span());
 }
 
-Status ShardWriter::AddEncoded(Index inner, std::span<const std::byte> encoded, bool replace) {
+Status ShardWriter::AddEncoded(Index inner, std::span<const std::byte> encoded) {
   STRATA_CHECK(inner >= 0 && inner < layout_->inner_per_shard());
-  const bool again = !entries_[static_cast<size_t>(inner)].missing();
-  STRATA_CHECK(replace || !again) << "inner chunk added twice";
-  if (again) --stored_;
+  STRATA_CHECK(!has(inner)) << "inner chunk added twice";
   STRATA_RETURN_IF_ERROR(Open());
   const int64_t offset = writer_->size();
   STRATA_RETURN_IF_ERROR(writer_->Append(encoded));

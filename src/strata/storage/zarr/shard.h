@@ -124,10 +124,12 @@ class ShardWriter {
   // inner chunk shape. Each inner chunk at most once, in any order.
   Status Add(Index inner, const ConstArrayView& data);
   // Adds inner chunk `inner` already encoded (copied from another shard, or
-  // encoded by another task). With `replace`, an inner chunk added before
-  // is added again: the index points at the new bytes, the old ones stay in
-  // the shard unreferenced (a retried writer of part of a shard).
-  Status AddEncoded(Index inner, std::span<const std::byte> encoded, bool replace = false);
+  // encoded by another task). Each inner chunk at most once: a shard never
+  // holds a second copy, so it stays within max_shard_bytes() (a retried or
+  // backup writer of part of a shard asks has() first).
+  Status AddEncoded(Index inner, std::span<const std::byte> encoded);
+  // True when inner chunk `inner` was added.
+  bool has(Index inner) const { return !entries_[static_cast<size_t>(inner)].missing(); }
   // Writes the index and stores the shard; with no inner chunk added, erases
   // `key` instead (see Begin). Returns whether a shard was written.
   Result<bool> Finish();
