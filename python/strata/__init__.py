@@ -37,7 +37,9 @@ from ._io import from_zarr, store, to_zarr  # noqa: F401
 from ._info import __array_namespace_info__  # noqa: F401
 from ._compute import Plan, compute, plan, visualize  # noqa: F401
 from ._block_functions import apply_gufunc, map_blocks, map_overlap  # noqa: F401
-from . import callbacks, diagnostics, linalg, random  # noqa: F401
+# numpy's names that xarray looks up on the array's namespace.
+from ._numpy_dispatch import einsum, gradient, lib, transpose  # noqa: F401
+from . import callbacks, diagnostics, fft, linalg, random  # noqa: F401
 from .callbacks import Callback  # noqa: F401
 from .diagnostics import HistoryCallback, TqdmProgressBar  # noqa: F401
 from ._spec import PYTHON_EXECUTORS as _PYTHON_EXECUTORS
@@ -45,7 +47,7 @@ from ._dask import DaskExecutor as _DaskExecutor
 
 _PYTHON_EXECUTORS["dask"] = _DaskExecutor()  # distributed is imported when first used
 
-__array_api_version__ = "2021.12"
+__array_api_version__ = "2024.12"
 
 # Every elementwise op of the C++ API, by its C++ and Array API names.
 globals().update(_elementwise_functions())

@@ -13,6 +13,10 @@ from ._core import _strata
 from ._numpy_dispatch import NumpyMethods
 
 
+# The Array API versions __array_namespace__ accepts (strata's is the last).
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+
+
 def _wrap(handle):
     a = Array.__new__(Array)
     a._h = handle
@@ -33,8 +37,58 @@ def _as_operand(x, what):
                     "(expected a strata.Array, a numpy array or a Python scalar)")
 
 
+# For an out-of-range Python int beside an integer array, the answer of
+# `array OP int` when the int is above the dtype's range (below: the
+# negation, except for equal and not_equal, whose answer is the same).
+_ABOVE = {"equal": False, "not_equal": True, "less": True, "less_equal": True,
+          "greater": False, "greater_equal": False}
+_SWAPPED = {"less": "greater", "less_equal": "greater_equal", "greater": "less",
+            "greater_equal": "less_equal"}
+
+
+def _weak_int(name, v, array, int_first):
+    """NEP 50 for a Python int `v` meeting `array` (a handle) in op `name`:
+    the operand to pass on, or a finished Array.
+
+    The int takes the array's dtype (the engine's rule) and must fit it: out
+    of an integer dtype's range it raises numpy 2's OverflowError, except in
+    comparisons, which numpy 2 answers exactly (every element compares the
+    same way), and so does this. Beyond int64, where the engine's scalars
+    end, it is a 0-d uint64 array beside uint64 and a float beside floats."""
+    dtype = np.dtype(array.dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if info.min <= v <= info.max:
+            return np.asarray(v, dtype=dtype) if v > np.iinfo(np.int64).max else v
+        if name in _ABOVE:
+            op = _SWAPPED.get(name, name) if int_first else name
+            answer = _ABOVE[op] if v > info.max or op in ("equal", "not_equal") \
+                else not _ABOVE[op]
+            return _wrap(_strata.full_like(array, answer, "bool", None))
+        raise OverflowError(f"Python integer {v} out of bounds for {dtype}")
+    if dtype.kind in "fc" and not -2**63 <= v < 2**63:
+        return float(v)
+    if not -2**63 <= v < 2**63:
+        raise OverflowError(f"Python integer {v} out of bounds for int64")
+    return v
+
+
 def _binary(name, a, b):
-    return _wrap(_strata.binary(name, _as_operand(a, name), _as_operand(b, name)))
+    ha, hb = _as_operand(a, name), _as_operand(b, name)
+    if type(ha) is int and isinstance(hb, _strata.Array):
+        ha = _weak_int(name, ha, hb, True)
+    elif type(hb) is int and isinstance(ha, _strata.Array):
+        hb = _weak_int(name, hb, ha, False)
+    for i, h in enumerate((ha, hb)):
+        if isinstance(h, Array):  # a comparison answered already
+            return h
+        if isinstance(h, np.ndarray):
+            from ._creation import asarray
+            if i == 0:
+                ha = asarray(h)._h
+            else:
+                hb = asarray(h)._h
+    return _wrap(_strata.binary(name, ha, hb))
 
 
 def _operator(name, reflected=False):
@@ -45,6 +99,9 @@ def _operator(name, reflected=False):
         return _binary(name, other, self) if reflected else _binary(name, self, other)
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
     return op
+
+
+_POW = _operator("pow")
 
 
 def _inplace(name, symbol):
@@ -199,9 +256,11 @@ class Array(NumpyMethods):
         return _wrap(_strata.unary("conj", self._h))
 
     def __array_namespace__(self, /, *, api_version=None):
+        """The strata module: the Array API 2024.12 (the earlier versions
+        asked for are its subsets)."""
         import strata
-        if api_version is not None and api_version not in ("2021.12", "2022.12"):
-            raise ValueError(f"strata implements the Array API 2021.12 and 2022.12, "
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(f"strata implements the Array API {', '.join(_API_VERSIONS)}, "
                              f"not {api_version!r}")
         return strata
 
@@ -233,7 +292,13 @@ class Array(NumpyMethods):
     __rfloordiv__ = _operator("floor_divide", True)
     __mod__ = _operator("remainder")
     __rmod__ = _operator("remainder", True)
-    __pow__ = _operator("pow")
+    def __pow__(self, other):
+        """x ** y. As numpy's fast scalar power: a float or complex array to
+        the Python scalar power 2 is x * x (numpy's square, exact, where
+        pow() may be an ulp off)."""
+        if type(other) in (int, float) and other == 2 and np.dtype(self.dtype).kind in "fc":
+            return _binary("multiply", self, self)
+        return _POW(self, other)
     __rpow__ = _operator("pow", True)
     __and__ = _operator("bitwise_and")
     __rand__ = _operator("bitwise_and", True)
@@ -344,7 +409,16 @@ class Array(NumpyMethods):
             raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
         return operator.index(self._scalar("index"))
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype=None, copy=None):
+        """numpy's conversion (np.asarray(x), numpy 2's signature): computes x.
+        Each compute gives a new buffer, shared with nothing, so copy=True
+        costs no second copy; copy=False (share x's memory, never copy)
+        cannot hold for a lazy array, which has none: ValueError, as numpy
+        raises when a copy cannot be avoided."""
+        if copy is False:
+            raise ValueError("a strata.Array is lazy and has no memory to share: converting it "
+                             "computes a new array, so copy=False cannot be honoured (use "
+                             "np.asarray(x) or x.compute())")
         if _numpy_vectorize_is_calling():
             raise NotImplementedError(
                 "numpy.vectorize on a strata.Array would compute the whole array and call its "
@@ -354,10 +428,19 @@ class Array(NumpyMethods):
         a = self.compute()
         return a if dtype is None else a.astype(dtype, copy=False)
 
-    def __dlpack__(self, /, *, stream=None):
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The computed result, exported by numpy's __dlpack__ (the 2023.12
+        signature; max_version picks the versioned capsule). BufferError for
+        a device other than the CPU, and for copy=False: the export is a new
+        buffer, never x's memory (a lazy array has none)."""
         if stream is not None:
-            raise ValueError("strata arrays live on the CPU: stream must be None")
-        return self.compute().__dlpack__()
+            raise BufferError("strata arrays live on the CPU: stream must be None")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"strata arrays live on the CPU (1, 0), not device {dl_device}")
+        if copy is False:
+            raise BufferError("a strata.Array is lazy and has no memory to share: exporting it "
+                              "computes a new array, so copy=False cannot be honoured")
+        return self.compute().__dlpack__(max_version=max_version, dl_device=dl_device)
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU

@@ -1,4 +1,5 @@
 """Creation functions: the Array API's, with Cubed's `chunks=` and `spec=`."""
+import builtins
 import numbers
 import operator
 import os
@@ -150,7 +151,10 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, chunks="auto", 
     _check_device(device)
     n = int(n_rows)
     m = n if n_cols is None else int(n_cols)
-    return _wrap(_strata.eye(n, m, int(k), chunks_arg(chunks, 2),
+    # A diagonal outside the matrix (any Python int, even past int64) is
+    # the one just outside: all zeros.
+    k = builtins.min(builtins.max(operator.index(k), -n), m)
+    return _wrap(_strata.eye(n, m, k, chunks_arg(chunks, 2),
                              dtype_name(dtype or "float64"), spec_arg(spec)))
 
 
@@ -225,16 +229,18 @@ def from_array(x, chunks="auto", spec=None):
     return asarray(x, chunks=chunks, spec=spec)
 
 
-def from_dlpack(x, /, *, chunks="auto", spec=None):
+def from_dlpack(x, /, *, device=None, copy=None, chunks="auto", spec=None):
     """An object with __dlpack__ (a numpy array, a computed result) as an
-    Array without a copy: numpy's from_dlpack, then the engine's
-    from_external, which views C-ordered memory in place and gathers strided
-    memory (a transposed or sliced view) per block."""
+    Array: numpy's from_dlpack (device and copy are the 2023.12 standard's:
+    copy=True copies, copy=False refuses to, None shares when it can), then
+    the engine's from_external, which views C-ordered memory in place and
+    gathers strided memory (a transposed or sliced view) per block."""
+    _check_device(device)
     if isinstance(x, Array):
-        return x
+        return asarray(x, copy=copy, chunks=chunks)
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__")
-    a = np.from_dlpack(x)
+    a = np.from_dlpack(x, copy=copy)
     dtype_name(a.dtype, "from_dlpack")
     return _wrap(_strata.from_external(a, chunks_arg(chunks, a.ndim), spec_arg(spec)))
 

@@ -21,19 +21,29 @@ from ._functions import _array, _axes, _one_axis, _reduce
 
 # ------------------------------------------------------ NaN-aware reductions
 
-def nansum(x, /, *, axis=None, keepdims=False, split_every=None):
+def _in_dtype(x, dtype, what):
+    """x, cast to dtype when one is given (numpy's dtype= of the nan-
+    functions, which xarray passes, None included)."""
+    x = _array(x, what)
+    return x if dtype is None or np.dtype(dtype) == x.dtype else x.astype(dtype)
+
+
+def nansum(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
     """numpy's nansum: NaN counts as 0 (an all-NaN slice sums to 0)."""
-    return _reduce("nansum", x, axis, keepdims, split_every=split_every or 0)
+    return _reduce("nansum", _in_dtype(x, dtype, "nansum"), axis, keepdims,
+                   split_every=split_every or 0)
 
 
-def nanprod(x, /, *, axis=None, keepdims=False, split_every=None):
-    return _reduce("nanprod", x, axis, keepdims, split_every=split_every or 0)
+def nanprod(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
+    return _reduce("nanprod", _in_dtype(x, dtype, "nanprod"), axis, keepdims,
+                   split_every=split_every or 0)
 
 
-def nanmean(x, /, *, axis=None, keepdims=False, split_every=None):
+def nanmean(x, /, *, axis=None, dtype=None, keepdims=False, split_every=None):
     """numpy's nanmean: the mean of the non-NaN elements (NaN for an all-NaN
     slice), count and sum carried together in one pass."""
-    return _reduce("nanmean", x, axis, keepdims, split_every=split_every or 0)
+    return _reduce("nanmean", _in_dtype(x, dtype, "nanmean"), axis, keepdims,
+                   split_every=split_every or 0)
 
 
 def nanmin(x, /, *, axis=None, keepdims=False, split_every=None):
@@ -53,13 +63,15 @@ def _ddof(ddof, what):
     return d
 
 
-def nanvar(x, /, *, axis=None, ddof=0, keepdims=False, split_every=None):
+def nanvar(x, /, *, axis=None, dtype=None, ddof=0, keepdims=False, split_every=None):
     """numpy's nanvar (NaN where the non-NaN count - ddof <= 0)."""
-    return _reduce("nanvar", x, axis, keepdims, _ddof(ddof, "nanvar"), split_every or 0)
+    return _reduce("nanvar", _in_dtype(x, dtype, "nanvar"), axis, keepdims,
+                   _ddof(ddof, "nanvar"), split_every or 0)
 
 
-def nanstd(x, /, *, axis=None, ddof=0, keepdims=False, split_every=None):
-    return _reduce("nanstd", x, axis, keepdims, _ddof(ddof, "nanstd"), split_every or 0)
+def nanstd(x, /, *, axis=None, dtype=None, ddof=0, keepdims=False, split_every=None):
+    return _reduce("nanstd", _in_dtype(x, dtype, "nanstd"), axis, keepdims,
+                   _ddof(ddof, "nanstd"), split_every or 0)
 
 
 def nanargmin(x, /, *, axis=None, keepdims=False):
@@ -111,14 +123,14 @@ def cumprod(x, /, axis=None, dtype=None):
                                          False))
 
 
-def nancumsum(x, /, axis=None):
+def nancumsum(x, /, axis=None, dtype=None):
     """numpy's nancumsum: NaN counts as 0."""
-    x = _array(x, "nancumsum")
+    x = _in_dtype(x, dtype, "nancumsum")
     return _wrap(_strata.nancumsum(x._h, _one_axis(axis, "nancumsum")))
 
 
-def nancumprod(x, /, axis=None):
-    x = _array(x, "nancumprod")
+def nancumprod(x, /, axis=None, dtype=None):
+    x = _in_dtype(x, dtype, "nancumprod")
     return _wrap(_strata.nancumprod(x._h, _one_axis(axis, "nancumprod")))
 
 
@@ -173,7 +185,7 @@ def _quantile(name, x, q, axis, method, keepdims, skipna):
     return r
 
 
-def quantile(x, q, /, *, axis=None, method="linear", keepdims=False):
+def quantile(x, /, q, *, axis=None, method="linear", keepdims=False):
     """numpy's quantile (q in [0, 1], numpy's 13 methods, numpy's dtypes): the
     axes are made one chunk, the other axes' chunks shrunk to fit allowed_mem
     (ValueError naming the axes and the budget when one slice does not fit).
@@ -181,7 +193,7 @@ def quantile(x, q, /, *, axis=None, method="linear", keepdims=False):
     return _quantile("quantile", x, q, axis, method, keepdims, False)
 
 
-def nanquantile(x, q, /, *, axis=None, method="linear", keepdims=False):
+def nanquantile(x, /, q, *, axis=None, method="linear", keepdims=False):
     """quantile leaving NaN out (NaN for a slice of NaN only)."""
     return _quantile("nanquantile", x, q, axis, method, keepdims, True)
 

@@ -79,11 +79,11 @@ def _reduce(name, x, axis, keepdims, ddof=0, split_every=0):
     x = _array(x, name)
     axes = _axes(axis, x.ndim)
     if axes == []:
-        # axis=(): nothing is reduced. The C++ API reads [] as "every axis",
-        # so the reduction runs over a new length-1 axis instead.
+        # axis=(): nothing is reduced, so x's shape stays (keepdims or not).
+        # The C++ API reads [] as "every axis", so the reduction runs over a
+        # new length-1 axis instead, which it then drops.
         y = _wrap(_strata.expand_dims(x._h, 0))
-        r = _wrap(_strata.reduce(name, y._h, [0], bool(keepdims), split_every, ddof))
-        return r
+        return _wrap(_strata.reduce(name, y._h, [0], False, split_every, ddof))
     return _wrap(_strata.reduce(name, x._h, axes, bool(keepdims), split_every, ddof))
 
 
@@ -195,15 +195,31 @@ def where(condition, x1, x2, /):
     return _wrap(_strata.where(c._h, _as_operand(x1, "where"), _as_operand(x2, "where")))
 
 
+def _bound(v, dtype):
+    """A clip bound as the engine takes it. A Python int beyond an integer
+    dtype's range is that range's end (x's elements are all inside it), as
+    numpy 2's clip answers, rather than the wrapped value a cast gives."""
+    if type(v) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return builtins.min(builtins.max(v, int(info.min)), int(info.max))
+    return _as_operand(v, "clip")
+
+
 def clip(x, /, min=None, max=None):
     x = _array(x, "clip")
-    lo = None if min is None else _as_operand(min, "clip")
-    hi = None if max is None else _as_operand(max, "clip")
+    lo = None if min is None else _bound(min, x.dtype)
+    hi = None if max is None else _bound(max, x.dtype)
     if isinstance(lo, _strata.Array) != isinstance(hi, _strata.Array):
-        # One bound an array, the other a scalar or absent: both as arrays.
+        # One bound an array, the other a scalar or absent: both as arrays
+        # (an absent one as the end of x's range, which bounds nothing).
         from ._creation import full
         if lo is None or hi is None:
-            raise TypeError("clip: with an array bound give the other bound too")
+            if x.dtype.kind in "iu":
+                info = np.iinfo(x.dtype)
+                end = int(info.min) if lo is None else int(info.max)
+            else:
+                end = -float("inf") if lo is None else float("inf")
+            lo, hi = (end, hi) if lo is None else (lo, end)
         if not isinstance(lo, _strata.Array):
             lo = full((), lo, dtype=x.dtype)._h
         else:
@@ -211,11 +227,16 @@ def clip(x, /, min=None, max=None):
     return _wrap(_strata.clip(x._h, lo, hi))
 
 
-def astype(x, dtype, /, *, copy=True):
+def astype(x, dtype, /, *, copy=True, device=None):
+    """x as `dtype`. copy=False returns x itself when the dtype is x's;
+    copy=True always a new Array object (lazy arrays share their data, but
+    setitem rebinds the object, which must not be x)."""
     x = _array(x, "astype")
+    if device not in (None, "cpu"):
+        raise ValueError(f"astype: strata arrays live on the 'cpu' device, not {device!r}")
     name = dtype_name(dtype, "astype")
     if name == x._h.dtype:
-        return x
+        return _wrap(x._h) if copy else x
     return _wrap(_strata.astype(x._h, name))
 
 
@@ -255,8 +276,16 @@ def permute_dims(x, /, axes):
 
 
 def expand_dims(x, /, axis=0):
+    """x with a new axis of length 1 at `axis` (in [-x.ndim - 1, x.ndim]).
+    Another axis raises numpy's AxisError, both the IndexError the standard
+    asks for and numpy's ValueError."""
     x = _array(x, "expand_dims")
-    return _wrap(_strata.expand_dims(x._h, operator.index(axis)))
+    a = operator.index(axis)
+    if not -x.ndim - 1 <= a <= x.ndim:
+        raise np.exceptions.AxisError(f"expand_dims: axis {a} is out of range for an array of "
+                                      f"rank {x.ndim} (the new axis goes in "
+                                      f"[{-x.ndim - 1}, {x.ndim}])")
+    return _wrap(_strata.expand_dims(x._h, a))
 
 
 def squeeze(x, /, axis):

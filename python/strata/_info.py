@@ -1,4 +1,5 @@
-"""__array_namespace_info__: what this namespace supports (Array API 2023.12)."""
+"""__array_namespace_info__: what this namespace supports (the Array API's
+inspection functions, 2023.12 with 2024.12's "max dimensions")."""
 from ._core import DTYPES
 
 _KINDS = {
@@ -13,7 +14,15 @@ _KINDS = {
 }
 
 
+def _check_device(device, what):
+    if device not in (None, "cpu"):
+        raise ValueError(f"{what}: strata arrays live on the 'cpu' device, not {device!r}")
+
+
 class Info:
+    """What __array_namespace_info__() returns: strata's capabilities, its
+    one device ('cpu') and its dtypes."""
+
     def capabilities(self):
         # Boolean masks, nonzero and the unique_* functions give
         # data-dependent shapes: they compute what decides the shape first
@@ -29,10 +38,12 @@ class Info:
         return ["cpu"]
 
     def default_dtypes(self, *, device=None):
+        _check_device(device, "default_dtypes")
         return {"real floating": DTYPES["float64"], "complex floating": DTYPES["complex128"],
                 "integral": DTYPES["int64"], "indexing": DTYPES["int64"]}
 
     def dtypes(self, *, device=None, kind=None):
+        _check_device(device, "dtypes")
         if kind is None:
             names = tuple(DTYPES)
         elif isinstance(kind, str):

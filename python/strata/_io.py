@@ -12,14 +12,14 @@ from ._core import _strata, int64_arg, spec_arg
 
 def _location(store, path, what):
     """A path or URL from what Cubed and Dask accept as a store: a string, a
-    PathLike, or a zarr-python array/DirectoryStore (by its directory)."""
+    PathLike, or a zarr-python 3 array/LocalStore (by its directory, `root`)."""
     if isinstance(store, os.PathLike):
         store = os.fspath(store)
     if not isinstance(store, str):
         zstore = getattr(store, "store", store)
-        directory = getattr(zstore, "path", None) or getattr(zstore, "dir_path", None)
-        if callable(directory):
-            directory = directory()
+        directory = getattr(zstore, "root", None)
+        if isinstance(directory, os.PathLike):
+            directory = os.fspath(directory)
         if not isinstance(directory, str):
             raise TypeError(f"{what}: expected a path, an s3:// URL or a zarr array in a "
                             f"directory store, got {type(store).__name__}")

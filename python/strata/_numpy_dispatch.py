@@ -18,13 +18,14 @@ composition is exact (nansum is sum over where(isnan(x), 0, x), as numpy's
 own nansum is; constant `pad` is a concatenation; sliding_window_view is a
 stack of shifted slices).
 
-The dtypes follow numpy 1.24: a ufunc's loop is chosen by
-`ufunc.resolve_dtypes`, with numpy scalars and 0-d arrays beside n-d arrays
-taken as "weak" (numpy's value-based casting for the values that occur).
+The dtypes follow numpy 2 (NEP 50): a ufunc's loop is chosen by
+`ufunc.resolve_dtypes`, with only Python scalars "weak" (numpy scalars and
+0-d arrays count by their dtype, as n-d arrays do).
 """
 import builtins
 import math
 import operator
+import types
 
 import numpy as np
 
@@ -43,9 +44,9 @@ def _Array():
 
 def _numpy_name(func):
     module = getattr(func, "__module__", None) or "numpy"
-    # numpy's public name: numpy.sum, not numpy.core.fromnumeric.sum.
-    if module.startswith("numpy.core") or (module.startswith("numpy.lib.") and
-                                           module != "numpy.lib.stride_tricks"):
+    # numpy's public name: numpy.sum, not numpy._core.fromnumeric.sum.
+    if module.startswith(("numpy.core", "numpy._core")) or (
+            module.startswith("numpy.lib.") and module != "numpy.lib.stride_tricks"):
         module = "numpy"
     return f"{module}.{getattr(func, '__name__', repr(func))}"
 
@@ -92,8 +93,8 @@ def _as_array(x, what="argument"):
 def _normalize_axis(axis, ndim, what):
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        raise np.AxisError(f"{what}: axis {axis} is out of bounds for an array of dimension "
-                           f"{ndim}")
+        raise np.exceptions.AxisError(f"{what}: axis {axis} is out of bounds for an array of "
+                                      f"dimension {ndim}")
     return a % ndim
 
 
@@ -175,44 +176,47 @@ def _is_scalar(x):
         (isinstance(x, np.ndarray) and x.ndim == 0)
 
 
-def _weak(dtype):
-    """The Python type numpy 1.24's value-based casting makes a scalar of
-    `dtype` behave as beside n-d arrays."""
-    kind = np.dtype(dtype).kind
-    return {"b": bool, "i": int, "u": int, "f": float, "c": complex}.get(kind, dtype)
-
-
 def _loop_dtypes(ufunc, inputs):
-    """The dtypes of numpy's loop for these inputs (ins then outs)."""
+    """The dtypes of numpy's loop for these inputs (ins then outs), by NEP 50
+    (numpy 2): arrays of any rank and numpy scalars count by their dtype,
+    Python int, float and complex are "weak" (they take the others' dtype of
+    their kind; ufunc.resolve_dtypes takes their types for that)."""
     Array = _Array()
-    any_nd = builtins.any(getattr(x, "ndim", 0) > 0 for x in inputs
-                          if isinstance(x, (Array, np.ndarray)))
     descr = []
     for x in inputs:
-        if isinstance(x, (Array, np.ndarray)) and (x.ndim > 0 or not any_nd):
+        if isinstance(x, (Array, np.ndarray, np.generic)):
             descr.append(np.dtype(x.dtype))
-        elif isinstance(x, (Array, np.ndarray, np.generic)):
-            descr.append(_weak(x.dtype) if any_nd else np.dtype(x.dtype))
-        elif isinstance(x, (bool, int, float, complex)):
-            descr.append(type(x) if any_nd else np.asarray(x).dtype)
+        elif isinstance(x, bool):
+            descr.append(np.dtype(bool))
+        elif isinstance(x, (int, float, complex)):
+            descr.append(type(x))
         else:
             raise TypeError(f"numpy.{ufunc.__name__}: unsupported operand type "
                             f"{type(x).__name__}")
-    descr = [np.dtype(bool) if d is bool else d for d in descr]
     return ufunc.resolve_dtypes(tuple(descr) + (None,) * ufunc.nout)
 
 
-def _operand(x, dtype):
+_COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def _operand(x, dtype, ufunc):
     """An input cast to its loop dtype: Arrays lazily (astype), numpy arrays
-    and scalars as strata arrays or Python scalars of that dtype."""
+    and scalars as strata arrays or Python scalars of that dtype. A Python
+    int that `dtype` cannot hold raises numpy 2's OverflowError, except in
+    comparisons, where it goes to strata's operator as it is (which answers
+    them exactly, as numpy 2 does)."""
     Array = _Array()
     s = _strata()
     if isinstance(x, Array):
         return x if x.dtype == dtype else s.astype(x, dtype)
     if isinstance(x, np.ndarray) and x.ndim > 0:
         return s.asarray(x if x.dtype == dtype else x.astype(dtype))
-    v = np.asarray(x).astype(dtype).item()
-    return v
+    if type(x) is int and np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        if info.min <= x <= info.max or ufunc.__name__ in _COMPARISONS:
+            return x
+        raise OverflowError(f"Python integer {x} out of bounds for {np.dtype(dtype)}")
+    return np.asarray(x).astype(dtype).item()
 
 
 def _call_ufunc(ufunc, inputs, kwargs):
@@ -226,12 +230,16 @@ def _call_ufunc(ufunc, inputs, kwargs):
         _unsupported(name, "order='F'")
     if kwargs.pop("signature", None) is not None:
         _unsupported(name, "signature=")
+    axis = kwargs.pop("axis", -1) if ufunc.__name__ == "vecdot" else None
     if kwargs:
         raise TypeError(f"{name}: unexpected arguments {sorted(kwargs)}")
     s = _strata()
     if ufunc.__name__ == "matmul":
         a, b = (_as_array(x) for x in inputs)
         return s.matmul(a, b)
+    if ufunc.__name__ == "vecdot":  # numpy 2's gufunc, the Array API's vecdot
+        a, b = (_as_array(x) for x in inputs)
+        return s.vecdot(a, b, axis=axis)
     if ufunc.__name__ == "divmod":
         return (_call_ufunc(np.floor_divide, inputs, {"dtype": dtype}),
                 _call_ufunc(np.remainder, inputs, {"dtype": dtype}))
@@ -249,7 +257,7 @@ def _call_ufunc(ufunc, inputs, kwargs):
     if ufunc.__name__ == "float_power":
         loop = tuple(np.dtype("complex128") if np.dtype(d).kind == "c" else
                      np.dtype("float64") for d in loop)
-    operands = [_operand(x, d) for x, d in zip(inputs, loop[:ufunc.nin])]
+    operands = [_operand(x, d, ufunc) for x, d in zip(inputs, loop[:ufunc.nin])]
     Array = _Array()
     if not builtins.any(isinstance(o, Array) for o in operands):
         # Every operand a scalar (a 0-d input computed as a scalar would be):
@@ -748,7 +756,7 @@ def _where(condition, x=np._NoValue, y=np._NoValue):
     if c.dtype != np.bool_:
         c = s.astype(c, np.bool_)
     ops = []
-    # numpy's result dtype (value-based for scalars); both branches cast to it.
+    # numpy's result dtype (Python scalars weak); both branches cast to it.
     target = np.result_type(*[_dtype_or_value(v) for v in (x, y)])
     for v in (x, y):
         if isinstance(v, _Array()):
@@ -776,7 +784,7 @@ def _clip(a, a_min, a_max, out=None, **kwargs):
     return s.clip(x, lo, hi)
 
 
-@implements(np.around, np.round_, np.round)
+@implements(np.around, np.round)
 def _around(a, decimals=0, out=None):
     _no_out("numpy.around", out)
     s = _strata()
@@ -875,12 +883,9 @@ def _isrealobj(x):
 # ---------------------------------------------------------- dtypes and shapes
 
 def _dtype_or_value(x):
-    Array = _Array()
-    if isinstance(x, Array):
-        # numpy 1.24 treats 0-d arrays by value: a float or complex 0-d Array
-        # stands for a value of its dtype that fits the others (NaN, ...).
-        if x.ndim == 0 and x.dtype.kind in "fc":
-            return np.zeros((), x.dtype)
+    """What numpy's type functions take for x: an Array's dtype (numpy 2
+    counts arrays of every rank by dtype), anything else as it is."""
+    if isinstance(x, _Array()):
         return x.dtype
     return x
 
@@ -983,7 +988,9 @@ def _ravel(a, order="C"):
 
 
 @implements(np.transpose)
-def _transpose(a, axes=None):
+def transpose(a, axes=None):
+    """numpy's transpose (strata.transpose: xarray calls it on the array's
+    namespace); the Array API's name is permute_dims."""
     x = _as_array(a)
     if axes is None:
         axes = tuple(range(x.ndim))[::-1]
@@ -1004,7 +1011,7 @@ def _moveaxis(a, source, destination):
     order = [n for n in range(x.ndim) if n not in src]
     for d, s_ in sorted(zip(dst, src)):
         order.insert(d, s_)
-    return _transpose(x, order)
+    return transpose(x, order)
 
 
 @implements(np.swapaxes)
@@ -1014,7 +1021,7 @@ def _swapaxes(a, axis1, axis2):
     i = _normalize_axis(axis1, x.ndim, "numpy.swapaxes")
     j = _normalize_axis(axis2, x.ndim, "numpy.swapaxes")
     order[i], order[j] = order[j], order[i]
-    return _transpose(x, order)
+    return transpose(x, order)
 
 
 @implements(np.expand_dims)
@@ -1050,6 +1057,52 @@ def _broadcast_to(array, shape, subok=False):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     x = _as_array(array)
     return x if x.shape == shape else _strata().broadcast_to(x, shape)
+
+
+# numpy 2's functions under the Array API's names: strata's of the same name
+# (the same semantics; out= is numpy's alone).
+@implements(np.matrix_transpose)
+def _matrix_transpose(x, /):
+    return _strata().matrix_transpose(_as_array(x))
+
+
+@implements(np.unstack)
+def _unstack(x, /, *, axis=0):
+    return _strata().unstack(_as_array(x), axis=axis)
+
+
+@implements(np.cumulative_sum)
+def _cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    _no_out("numpy.cumulative_sum", out)
+    return _strata().cumulative_sum(_as_array(x), axis=axis, dtype=dtype,
+                                    include_initial=include_initial)
+
+
+@implements(np.cumulative_prod)
+def _cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    _no_out("numpy.cumulative_prod", out)
+    return _strata().cumulative_prod(_as_array(x), axis=axis, dtype=dtype,
+                                     include_initial=include_initial)
+
+
+@implements(np.unique_values)
+def _unique_values(x):
+    return _strata().unique_values(_as_array(x))
+
+
+@implements(np.unique_counts)
+def _unique_counts(x):
+    return _strata().unique_counts(_as_array(x))
+
+
+@implements(np.unique_inverse)
+def _unique_inverse(x):
+    return _strata().unique_inverse(_as_array(x))
+
+
+@implements(np.unique_all)
+def _unique_all(x):
+    return _strata().unique_all(_as_array(x))
 
 
 @implements(np.broadcast_arrays)
@@ -1184,8 +1237,12 @@ def einsum(subscripts, *arrays):
     """numpy's einsum over strata arrays (explicit or implicit output, '...'
     broadcasting). Two operands without shared kept indices are one
     tensordot; otherwise the operands are aligned by index, multiplied (one
-    fused elementwise op) and summed over the contracted indices."""
+    fused elementwise op) and summed over the contracted indices. As numpy's,
+    it computes in the operands' common dtype (bool and float: float)."""
     s = _strata()
+    arrays = [_as_array(a) for a in arrays]
+    common = np.result_type(*[a.dtype for a in arrays]) if arrays else None
+    arrays = [a if a.dtype == common else s.astype(a, common) for a in arrays]
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
         ins, out = subscripts.split("->")
@@ -1239,12 +1296,12 @@ def einsum(subscripts, *arrays):
             r = s.tensordot(xa, xb, axes=([ta.index(c) for c in shared],
                                           [tb.index(c) for c in shared]))
             got = [c for c in ta if c not in shared] + [c for c in tb if c not in shared]
-            return _transpose(r, [got.index(c) for c in out])
+            return transpose(r, [got.index(c) for c in out])
     order = list(out) + contracted
     aligned = []
     for t, x in zip(expanded, arrays):
         perm = [t.index(c) for c in order if c in t]
-        y = _transpose(x, perm) if perm != list(range(x.ndim)) else x
+        y = transpose(x, perm) if perm != list(range(x.ndim)) else x
         shape = tuple(sizes[c] if c in t and x.shape[t.index(c)] != 1 else 1 for c in order)
         y = s.reshape(y, shape) if y.shape != shape else y
         aligned.append(y)
@@ -1292,7 +1349,7 @@ def _pad(array, pad_width, mode="constant", **kwargs):
 
 
 @implements(np.lib.stride_tricks.sliding_window_view)
-def _sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
     if writeable:
         _unsupported("numpy.lib.stride_tricks.sliding_window_view", "writeable=True")
     a = _as_array(x)
@@ -1326,6 +1383,13 @@ def _sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=F
     return out
 
 
+# xarray (2025 on) asks the array's namespace for numpy's layout:
+# xp.lib.stride_tricks.sliding_window_view (rolling(...).construct).
+lib = types.ModuleType("strata.lib", "numpy's lib names xarray reaches through the namespace")
+lib.stride_tricks = types.ModuleType("strata.lib.stride_tricks")
+lib.stride_tricks.sliding_window_view = sliding_window_view
+
+
 @implements(np.meshgrid)
 def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if sparse:
@@ -1336,8 +1400,9 @@ def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 # ---------------------------------------------------------- functions over blocks
 
 @implements(np.gradient)
-def _gradient(f, *varargs, axis=None, edge_order=1):
-    """numpy's gradient (xarray's differentiate calls it) as one map_overlap
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """numpy's gradient (strata.gradient; xarray's differentiate calls it on
+    the array's namespace, xarray 2024.x through numpy) as one map_overlap
     per axis: each block with edge_order elements of its neighbours, none
     past the array's edges, so that numpy's own gradient of the extended
     block is exact on the block (central differences inside, numpy's
@@ -1484,7 +1549,7 @@ class NumpyMethods:
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return _transpose(self, axes or None)
+        return transpose(self, axes or None)
 
     def swapaxes(self, axis1, axis2):
         return _swapaxes(self, axis1, axis2)

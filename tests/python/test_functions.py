@@ -430,3 +430,261 @@ def test_like_broadcast_meshgrid_vecdot(rng):
         strata.vecdot(strata.ones(3), strata.ones(3), axis=1)
     with pytest.raises(TypeError, match="strata.Array"):
         strata.zeros_like(np.ones(3))
+
+
+# ------------------------------------------- numpy 2 and the Array API 2024.12
+
+def test_python_scalars_are_weak_and_must_fit_nep50():
+    """NEP 50: a Python int takes an integer array's dtype and must fit it
+    (numpy 2's OverflowError otherwise); comparisons with any int are exact,
+    as numpy 2's are; floats and complex take the array's precision."""
+    a = np.array([0, 7, 200, 255], np.uint8)
+    x = strata.asarray(a, chunks=2)
+    assert (x + 1).dtype == np.uint8 and strata.add(x, 1).dtype == np.uint8
+    for f in (lambda v: v + 300, lambda v: 300 - v, lambda v: v * -1, lambda v: v << 256,
+              lambda v: strata.maximum(v, 256), lambda v: strata.add(-1, v)):
+        with pytest.raises(OverflowError, match="Python integer -?[0-9]+ out of bounds for uint8"):
+            f(a)
+        with pytest.raises(OverflowError, match="Python integer -?[0-9]+ out of bounds for uint8"):
+            f(x)
+    with pytest.raises(OverflowError, match="out of bounds for uint8"):
+        x += 256
+    for v in (-2**70, -1, 0, 7, 255, 256, 2**70):
+        for op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+            assert_eq(getattr(strata, op)(x, v), getattr(np, op)(a, v))
+            assert_eq(getattr(strata, op)(v, x), getattr(np, op)(v, a))
+    # Beyond int64: a uint64 array still takes the int; a float array a float.
+    u = np.array([1, 2], np.uint64)
+    assert_eq(strata.asarray(u) + 2**63, u + 2**63)
+    assert_eq(strata.asarray(np.ones(2)) * 2**70, np.ones(2) * 2**70)
+    with pytest.raises(OverflowError, match=f"Python integer {2**70} out of bounds for int64"):
+        strata.asarray(np.ones(2, bool)) + 2**70
+    assert (strata.asarray(np.ones(2, np.float32)) + 1e300).dtype == np.float32
+    assert (strata.asarray(np.ones(2, np.float32)) * 1j).dtype == np.complex64
+    assert (strata.asarray(np.ones(2, bool)) + 1).dtype == np.int64
+    # clip's int bounds outside the dtype clip at its range, as numpy 2's.
+    assert_eq(strata.clip(x, -5, 300), np.clip(a, -5, 300))
+    assert_eq(strata.clip(x, 9, 1000), np.clip(a, 9, 1000))
+
+
+def test_numpy_functions_follow_nep50_promotion():
+    """numpy functions on an Array (NEP 13/18) promote as numpy 2 does: numpy
+    scalars and 0-d arrays count by their dtype, Python scalars are weak."""
+    a = np.array([1, 2, 3], np.uint8)
+    f = np.array([1.5, 2.5], np.float32)
+    x, y = strata.asarray(a), strata.asarray(f)
+    for got, want in ((np.add(x, 1), np.add(a, 1)),
+                      (np.add(x, np.int64(1)), np.add(a, np.int64(1))),
+                      (np.multiply(x, np.array(2, np.int16)),
+                       np.multiply(a, np.array(2, np.int16))),
+                      (np.add(y, np.array(1.0)), np.add(f, np.array(1.0))),
+                      (np.float64(2) * y, np.float64(2) * f),
+                      (np.add(y, 1.0), np.add(f, 1.0)),
+                      (np.equal(x, 300), np.equal(a, 300)),
+                      (np.where(x > 1, x, np.int16(7)), np.where(a > 1, a, np.int16(7)))):
+        assert isinstance(got, strata.Array)
+        assert got.dtype == want.dtype
+        assert_eq(got, want)
+    with pytest.raises(OverflowError, match="Python integer 300 out of bounds for uint8"):
+        np.add(x, 300)
+    zero_d = strata.asarray(np.array(1.0))
+    assert np.result_type(zero_d, np.float32) == np.result_type(np.array(1.0), np.float32)
+
+
+def test_array_conversion_takes_numpy_2_copy_keyword():
+    """__array__(dtype=None, copy=None): numpy 2 passes copy= (and warns,
+    DeprecationWarning, when __array__ cannot take it)."""
+    x = strata.asarray(np.arange(6.0), chunks=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = np.asarray(x, copy=True)
+        np.testing.assert_array_equal(c, np.arange(6.0))
+        assert not np.shares_memory(c, np.asarray(x))
+        f = np.array(x, dtype=np.float32)
+        assert f.dtype == np.float32 and f.tolist() == list(range(6))
+    with pytest.raises(ValueError, match="lazy and has no memory to share.*copy=False"):
+        np.asarray(x, copy=False)
+
+
+def test_array_api_2024_12_namespace():
+    x = strata.asarray(np.arange(4))
+    assert strata.__array_api_version__ == "2024.12"
+    for version in (None, "2021.12", "2022.12", "2023.12", "2024.12"):
+        assert x.__array_namespace__(api_version=version) is strata
+    with pytest.raises(ValueError, match="Array API 2021.12, 2022.12, 2023.12, 2024.12, not "
+                       "'2025.12'"):
+        x.__array_namespace__(api_version="2025.12")
+    info = strata.__array_namespace_info__()
+    assert info.capabilities() == {"boolean indexing": True, "data-dependent shapes": True,
+                                   "max dimensions": None}
+    assert info.default_device() == "cpu" and info.devices() == ["cpu"]
+    assert info.default_dtypes(device="cpu") == {
+        "real floating": strata.float64, "complex floating": strata.complex128,
+        "integral": strata.int64, "indexing": strata.int64}
+    assert list(info.dtypes(kind="unsigned integer")) == ["uint8", "uint16", "uint32", "uint64"]
+    assert list(info.dtypes(kind=("bool", "complex floating"))) == ["bool", "complex64",
+                                                                    "complex128"]
+    assert len(info.dtypes()) == 13
+    for call in (lambda: info.dtypes(device="gpu"), lambda: info.default_dtypes(device="gpu")):
+        with pytest.raises(ValueError, match="'cpu' device, not 'gpu'"):
+            call()
+    # 2024.12's scalar arguments: one of two operands may be a Python scalar.
+    assert_eq(strata.add(1, x), 1 + np.arange(4))
+    assert_eq(strata.where(x > 1, x, 0), np.where(np.arange(4) > 1, np.arange(4), 0))
+    assert strata.result_type(x, 1, 2.0) == np.float64
+    assert strata.result_type(strata.float32, 1j) == np.complex64
+
+
+def test_dlpack_numpy_2():
+    """__dlpack__ with the 2023.12 keywords numpy 2 passes, bool included;
+    from_dlpack with device= and copy=."""
+    b = np.array([True, False, True])
+    x = strata.asarray(b, chunks=2)
+    assert_eq(np.from_dlpack(x), b)
+    assert x.__dlpack_device__() == (1, 0)
+    capsule = x.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(capsule)
+    assert np.from_dlpack(x, device="cpu", copy=True).tolist() == b.tolist()
+    with pytest.raises(BufferError, match="copy=False cannot be honoured"):
+        x.__dlpack__(copy=False)
+    with pytest.raises(BufferError, match=r"CPU \(1, 0\), not device \(2, 0\)"):
+        x.__dlpack__(dl_device=(2, 0))
+    a = np.arange(12.0).reshape(3, 4)
+    shared = strata.from_dlpack(a, copy=False)
+    copied = strata.from_dlpack(a, copy=True)
+    a[0, 0] = -1.0
+    assert shared.compute()[0, 0] == -1.0 and copied.compute()[0, 0] == 0.0
+    with pytest.raises(ValueError, match="'cpu' device, not 'gpu'"):
+        strata.from_dlpack(a, device="gpu")
+
+
+FFT_CASES = [("fft", "c", {}), ("ifft", "c", {"n": 7, "axis": 0}), ("fftn", "c", {}),
+             ("ifftn", "c", {"s": (3, 4), "axes": (0, 1)}),
+             ("fftn", "c", {"axes": (1, 0), "norm": "ortho"}),
+             ("hfft", "c", {}), ("irfft", "c", {"n": 5}), ("irfftn", "c", {"norm": "forward"}),
+             ("rfft", "f", {}), ("rfftn", "f", {"s": (4, 3), "axes": (1, 0)}),
+             ("ihfft", "f", {"n": 4}), ("rfft", "f", {"n": 9, "axis": 0})]
+
+
+@pytest.mark.parametrize("name,kind,kwargs", FFT_CASES)
+@pytest.mark.parametrize("precision", ["single", "double"])
+def test_fft_extension_against_numpy(name, kind, kwargs, precision, rng):
+    """strata.fft (the 2024.12 extension): numpy 2's values and dtypes
+    (single precision stays single), on arrays chunked along the axes."""
+    a = rng.standard_normal((6, 5))
+    if kind == "c":
+        a = a + 1j * rng.standard_normal((6, 5))
+    a = a.astype({("c", "single"): np.complex64, ("c", "double"): np.complex128,
+                  ("f", "single"): np.float32, ("f", "double"): np.float64}[kind, precision])
+    x = strata.asarray(a, chunks=(2, 2))
+    got, want = getattr(strata.fft, name)(x, **kwargs), getattr(np.fft, name)(a, **kwargs)
+    assert isinstance(got, strata.Array) and got.dtype == want.dtype
+    assert_eq(got, want, rtol=1e-4 if precision == "single" else 1e-10,
+              atol=1e-4 if precision == "single" else 1e-10)
+
+
+def test_fft_helpers_and_errors(rng):
+    a = rng.standard_normal((6, 5))
+    x = strata.asarray(a, chunks=(4, 2))
+    assert_eq(strata.fft.fftshift(x), np.fft.fftshift(a))
+    assert_eq(strata.fft.ifftshift(x, axes=0), np.fft.ifftshift(a, axes=0))
+    assert_eq(strata.fft.fftfreq(7, d=0.5), np.fft.fftfreq(7, d=0.5))
+    assert strata.fft.rfftfreq(8, dtype=strata.float32).dtype == np.float32
+    assert_eq(strata.fft.rfftfreq(8), np.fft.rfftfreq(8))
+    with pytest.raises(TypeError, match="fft.fft: expected a complex array, got float64"):
+        strata.fft.fft(x)
+    with pytest.raises(TypeError, match="fft.rfft: expected a real floating-point array"):
+        strata.fft.rfft(x.astype(strata.complex128))
+    with pytest.raises(ValueError, match="fft.rfft: norm must be one of backward, ortho, "
+                       "forward, got 'both'"):
+        strata.fft.rfft(x, norm="both")
+    with pytest.raises(ValueError, match=r"fft.rfft: invalid number of data points \(0\)"):
+        strata.fft.rfft(x, n=0)
+    with pytest.raises(ValueError, match="'cpu' device, not 'gpu'"):
+        strata.fft.fftfreq(4, device="gpu")
+
+
+def test_eye_clip_astype_2024_12_edges():
+    # eye: a diagonal past the matrix (any int) is all zeros.
+    for k in (2**63, -2**70, 5, -3):
+        assert_eq(strata.eye(3, 4, k=k), np.eye(3, 4, k=max(min(k, 4), -3)))
+    # clip: one array bound, the other absent.
+    a = np.array([0, 3, 7, 250], np.uint8)
+    x = strata.asarray(a, chunks=2)
+    hi = np.array([5, 5, 5, 5], np.uint8)
+    assert_eq(strata.clip(x, max=strata.asarray(hi)), np.clip(a, None, hi))
+    f = np.array([1.0, np.nan, -5.0])
+    assert_eq(strata.clip(strata.asarray(f), min=strata.asarray(np.array(0.0))),
+              np.clip(f, np.array(0.0), None))
+    # astype: copy=True is always a new Array object, copy=False may be x.
+    assert strata.astype(x, strata.uint8) is not x
+    assert strata.astype(x, strata.uint8, copy=False) is x
+    assert strata.astype(x, strata.int16, device="cpu").dtype == np.int16
+    with pytest.raises(ValueError, match="astype: strata arrays live on the 'cpu' device"):
+        strata.astype(x, strata.int16, device="gpu")
+
+
+def test_numpy_2_array_api_names_on_arrays(rng):
+    """numpy 2's functions under the Array API's names (and its vecdot
+    gufunc) build lazy Arrays, as the older numpy names do."""
+    a = rng.standard_normal((3, 4))
+    x = strata.asarray(a, chunks=2)
+    for f, kw in ((np.matrix_transpose, {}), (np.cumulative_sum, {"axis": 1}),
+                  (np.cumulative_prod, {"axis": 0, "include_initial": True}),
+                  (np.vecdot, {}), (np.vecdot, {"axis": 0})):
+        got = f(x, x, **kw) if f is np.vecdot else f(x, **kw)
+        assert isinstance(got, strata.Array), f
+        assert_eq(got, f(a, a, **kw) if f is np.vecdot else f(a, **kw), rtol=1e-12)
+    for got, want in zip(np.unstack(x, axis=1), np.unstack(a, axis=1)):
+        assert_eq(got, want)
+    b = np.array([3, 1, 3, 2, 1, 3])
+    y = strata.asarray(b, chunks=4)
+    # numpy 2.3 on leaves unique_values unsorted (the standard allows any
+    # order); strata's are sorted, as unique_counts' are in both.
+    assert_eq(np.unique_values(y), np.sort(np.unique_values(b)))
+    got, want = np.unique_counts(y), np.unique_counts(b)
+    assert_eq(got.values, want.values)
+    assert_eq(got.counts, want.counts)
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.cumulative_sum(x, axis=0, out=np.empty((3, 4)))
+
+
+def test_expand_dims_axis_range_and_error():
+    """axis in [-ndim - 1, ndim]; outside, numpy's AxisError (the IndexError
+    the standard asks for, numpy's ValueError)."""
+    for shape in ((), (3,), (2, 3)):
+        a = np.arange(int(np.prod(shape))).reshape(shape)
+        x = strata.asarray(a)
+        for axis in range(-a.ndim - 1, a.ndim + 1):
+            assert_eq(strata.expand_dims(x, axis=axis), np.expand_dims(a, axis))
+        for axis in (-a.ndim - 2, a.ndim + 1):
+            with pytest.raises(IndexError, match=f"expand_dims: axis {axis} is out of range"):
+                strata.expand_dims(x, axis=axis)
+            with pytest.raises(ValueError, match="out of range for an array of rank"):
+                strata.expand_dims(x, axis=axis)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "mean", "min", "max", "var", "std"])
+def test_reduction_over_no_axes_keeps_the_shape(name):
+    """axis=() reduces nothing: x's shape and values, keepdims or not (the
+    Array API suite's test_mean drew keepdims=True)."""
+    a = np.arange(6.0).reshape(2, 3)
+    x = strata.asarray(a, chunks=2)
+    for keepdims in (False, True):
+        assert_eq(getattr(strata, name)(x, axis=(), keepdims=keepdims),
+                  getattr(np, name)(a, axis=(), keepdims=keepdims))
+
+
+def test_quantile_dtype_follows_nep50(rng):
+    """numpy 2: a scalar q is a weak Python float, so float32 data keeps its
+    dtype; q as a list or array is float64 and promotes the result."""
+    a = rng.standard_normal((5, 8)).astype(np.float32)
+    x = strata.asarray(a, chunks=(5, 3))
+    for q in (0.3, [0.25, 0.75], np.array([0.5])):
+        for method in ("linear", "hazen", "lower"):
+            got = strata.quantile(x, q, axis=1, method=method)
+            want = np.quantile(a, q, axis=1, method=method)
+            assert got.dtype == want.dtype, (q, method)
+            assert_eq(got, want, rtol=1e-6)
+    assert strata.median(x, axis=0).dtype == np.float32
+    assert strata.quantile(strata.asarray(np.arange(6)), 0.5).dtype == np.float64

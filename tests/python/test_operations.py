@@ -422,9 +422,11 @@ def test_new_operations_read_nothing_before_compute(tmp_path, spec):
     src = tmp_path / "src.zarr"
     z = zarr.open(str(src), mode="w", shape=a.shape, chunks=(3, 4), dtype=a.dtype)
     z[...] = a
-    for name in os.listdir(src):
-        if not name.startswith("."):
-            (src / name).write_bytes(b"not a chunk")
+    # Every chunk file (zarr 3 keeps them under c/), not the metadata.
+    chunks = [p for p in src.rglob("*") if p.is_file() and p.name != "zarr.json"]
+    assert len(chunks) == 4
+    for p in chunks:
+        p.write_bytes(b"not a chunk")
     x = strata.from_zarr(str(src), spec=spec)
     built = [
         strata.nanmean(x, axis=0), strata.nanvar(x), strata.nanargmax(x, axis=1),

@@ -1,5 +1,5 @@
-// api/quantiles.h. The index arithmetic follows numpy 1.24's
-// numpy/lib/function_base.py (_quantile, _get_indexes, _lerp and the
+// api/quantiles.h. The index arithmetic follows numpy 2's
+// numpy/lib/_function_base_impl.py (_quantile, _get_indexes, _lerp and the
 // _QuantileMethods table), so that results match numpy's bit for bit where
 // numpy's own arithmetic allows.
 #include "strata/api/quantiles.h"
@@ -83,9 +83,11 @@ Position PositionOf(QuantileMethod m, Index n, double q) {
       return pick(Boundary(index, index - std::floor(index) == 0, n));
     }
     case QuantileMethod::kClosestObservation: {
+      // numpy 2's rule (H&F: the nearest even order statistic at g == 0,
+      // 1-based, so an odd 0-based floor keeps the previous element).
       const double index = dn * q - 1 - 0.5;
       const double lo = std::floor(index);
-      return pick(Boundary(index, index - lo == 0 && std::fmod(lo, 2.0) == 0, n));
+      return pick(Boundary(index, index - lo == 0 && std::fmod(lo, 2.0) != 0, n));
     }
     default:
       break;
@@ -289,7 +291,11 @@ Array Reduce(const Array& x_in, Reduction red, std::optional<std::vector<int>> a
   if (!is_median && line_size == 0) return invalid("the slices along the axes are empty");
   const DType in_dtype = x.dtype();
   DType out_dtype = in_dtype;
-  if (is_median ? !in_dtype.is_float() : !Picks(red.method)) out_dtype = DTypeId::kFloat64;
+  // numpy 2 (NEP 50): an interpolating method keeps a float x's dtype when q
+  // is a scalar (a "weak" Python float); q as an array is float64 and
+  // promotes the result to it, as integer inputs always are.
+  const bool keeps = in_dtype.is_float() && (is_median || q_is_scalar);
+  if (!keeps && (is_median || !Picks(red.method))) out_dtype = DTypeId::kFloat64;
   const size_t nq = is_median || q_is_scalar ? 1 : red.q.size();
   const int64_t item = in_dtype.size();
   // Per element a task holds its input block and, at worst, a copy in the

@@ -1,5 +1,5 @@
 // Quantiles and medians along axes, with numpy's results: quantile,
-// nanquantile, median, nanmedian (numpy 1.24's methods and dtypes).
+// nanquantile, median, nanmedian (numpy 2's methods and dtypes).
 //
 // Like sort, a quantile needs every value of a slice in one task: x is
 // rechunked so that the reduced axes are one chunk and the other axes'
