@@ -2,7 +2,7 @@
 """The weather-features pipeline of issue 19, end to end through xarray, on
 Strata and on xarray + Dask in the same run, with a check that they agree.
 
-    PYTHONPATH=build/release/python /usr/bin/python3 examples/weather_features.py \\
+    PYTHONPATH=build/release/python .venv/bin/python examples/weather_features.py \\
         --size 0.2GB --points 5000 --work-dir /tmp/wf
 
 1. generate: a synthetic IFS-like forecast dataset (init_time x valid_time x
@@ -75,7 +75,7 @@ def generate(path, size_bytes, spec, seed=0):
     chunks = (1, 1, nlat, nlon)
     dims = ("init_time", "valid_time", "lat", "lon")
     coords = {
-        "init_time": pd.date_range("2024-01-01", periods=n_init, freq="12H"),
+        "init_time": pd.date_range("2024-01-01", periods=n_init, freq="12h"),
         "valid_time": pd.to_timedelta(np.arange(n_valid) * 6, unit="h"),
         "lat": np.linspace(90.0, -90.0, nlat),
         "lon": np.linspace(0.0, 360.0, nlon, endpoint=False),
@@ -154,7 +154,9 @@ def run_dask(path, out, n_points, workers=None):
     if workers is not None:
         settings["num_workers"] = workers
     with dask.config.set(**settings):
-        means.to_zarr(out, mode="w")
+        # Zarr v2 as the Strata side writes (and the coordinates keep the
+        # source's v2 compressors in their encoding).
+        means.to_zarr(out, mode="w", zarr_format=2)
 
 
 def main(argv=None):

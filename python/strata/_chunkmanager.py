@@ -1,4 +1,4 @@
-"""Strata as an xarray chunk manager (xarray 2024.x and later), so that
+"""Strata as xarray's chunk manager for strata arrays, so that
 
     xr.open_zarr("ifs.zarr", chunked_array_type="strata", chunks={})
     ds.chunk({"time": 24}, chunked_array_type="strata",
@@ -11,9 +11,12 @@ the `xarray.chunkmanagers` entry point `strata` (the package's
 the package); without that metadata, pass the instance:
 `chunked_array_type=strata.xarray.chunk_manager()`.
 
-Only xarray versions with `xarray.namedarray.parallelcompat` load this module;
-Debian's xarray 2023.01 never does (it has no chunk managers), and nothing in
-strata imports it, so there the registration is a no-op.
+xarray loads this module through the entry point; strata.xarray imports it
+too. Importing it hooks strata into xarray where the chunk-manager API has
+no hook (_install): Dataset.chunk / Variable.chunk without
+chunked_array_type rechunk a Strata-backed object with strata (xarray's
+default manager, Dask, would wrap the strata arrays), and xarray's
+as_indexable gives strata arrays vectorized (pointwise) indexing.
 
 What each hook does:
 - from_array: numpy data is shared (strata.asarray); xarray's lazy backend
@@ -51,8 +54,10 @@ from ._core import DTYPES
 
 
 def _strata_dtype(dtype):
+    """Whether strata has this dtype: one of its names, in native byte
+    order (zarr-python 3 gives native dtypes as explicit little-endian)."""
     d = np.dtype(dtype)
-    return d.name in DTYPES and d.byteorder in ("=", "|")
+    return d.name in DTYPES and (d.byteorder in ("=", "|") or d == d.newbyteorder("="))
 
 
 def _offsets(chunks):
@@ -105,7 +110,7 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         dtype = np.dtype(data.dtype)
         if not _strata_dtype(dtype):
             return np.asarray(data)
-        return self._lazy_read(data, dtype, chunks, spec)
+        return self._lazy_read(data, DTYPES[dtype.name], chunks, spec)
 
     def _lazy_read(self, data, dtype, chunks, spec):
         """A lazy strata array whose blocks are data[block] (xarray's lazily
@@ -197,6 +202,10 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         return self._map(func, args, dtype, kwargs, "apply_gufunc")
 
     def store(self, sources, targets, **kwargs):
+        if isinstance(sources, Array):   # one source and one target, as Dask's store
+            sources, targets = [sources], [targets]
+            if kwargs.get("regions") is not None:
+                kwargs["regions"] = [kwargs["regions"]]
         regions = kwargs.get("regions") or [None] * len(sources)
         compute = kwargs.get("compute", True)
         handles = []
@@ -217,17 +226,93 @@ def chunk_manager():
     return StrataChunkManager()
 
 
+# ---------------------------------------------------------------- .chunk()
+
+def _chunked_data(obj):
+    """The chunked arrays (strata's, Dask's, ...) among obj's variables."""
+    from xarray.namedarray.pycompat import is_chunked_array
+    variables = obj.variables.values() if hasattr(obj, "data_vars") else [obj]
+    return [v._data for v in variables if is_chunked_array(v._data)]
+
+
+def _keeps_strata(chunk):
+    """Dataset.chunk or Variable.chunk, made to rechunk strata arrays with
+    strata: without chunked_array_type, xarray picks its default chunk
+    manager (Dask, when both are installed) for every variable, and Dask's
+    from_array would wrap the strata arrays, so that a Strata-backed
+    dataset's .chunk() left Strata. Here an object whose chunked data are
+    all strata arrays is chunked by strata's manager (its numpy variables
+    become strata arrays too, as with chunked_array_type="strata"); any
+    other object, and any explicit chunked_array_type, go as xarray says."""
+    import inspect
+    position = list(inspect.signature(chunk).parameters).index("chunked_array_type")
+
+    @functools.wraps(chunk)
+    def wrapper(self, *args, **kwargs):
+        if len(args) < position and kwargs.get("chunked_array_type") is None:
+            chunked = _chunked_data(self)
+            if chunked and all(isinstance(d, Array) for d in chunked):
+                kwargs["chunked_array_type"] = chunk_manager()
+        return chunk(self, *args, **kwargs)
+    wrapper.__strata_keeps_strata__ = True
+    return wrapper
+
+
+# ---------------------------------------------------------------- indexing
+
+def _strata_indexable(as_indexable):
+    """xarray's as_indexable, giving strata arrays an adapter that does
+    vectorized (pointwise) indexing: xarray wraps every Array API array in
+    ArrayApiIndexingAdapter, which refuses it, so `sel` with DataArray
+    indexers and `isel` with two lists failed on strata arrays, which index
+    pointwise lazily (numpy's advanced indexing)."""
+    from xarray.core.indexing import ArrayApiIndexingAdapter
+    from xarray.core.nputils import NumpyVIndexAdapter
+
+    class StrataIndexingAdapter(ArrayApiIndexingAdapter):
+        """ArrayApiIndexingAdapter with xarray's vectorized indexing, as its
+        numpy adapter does it (numpy's advanced indexing, then the
+        broadcast axes moved where xarray wants them)."""
+        __slots__ = ()
+
+        def _vindex_get(self, indexer):
+            return NumpyVIndexAdapter(self.array)[indexer.tuple]
+
+    @functools.wraps(as_indexable)
+    def wrapper(array):
+        if isinstance(array, Array):
+            return StrataIndexingAdapter(array)
+        return as_indexable(array)
+    wrapper.__strata_indexable__ = True
+    return wrapper
+
+
+def _install():
+    """Hooks strata into xarray, once: Dataset.chunk (DataArray.chunk goes
+    through it) and Variable.chunk (_keeps_strata), and xarray's
+    as_indexable (_strata_indexable)."""
+    import xarray as xr
+    from xarray.core import indexing, variable
+    for cls in (xr.Dataset, xr.Variable):
+        if not getattr(cls.chunk, "__strata_keeps_strata__", False):
+            cls.chunk = _keeps_strata(cls.chunk)
+    if not getattr(indexing.as_indexable, "__strata_indexable__", False):
+        indexing.as_indexable = _strata_indexable(indexing.as_indexable)
+    # variable.py imported the name itself.
+    variable.as_indexable = indexing.as_indexable
+
+
+_install()
+
+
 def _zarr_array_url(target):
-    """Where a zarr-python array xarray created lives, as a strata path."""
+    """Where a zarr-python 3 array xarray created lives, as a strata path
+    (a LocalStore's directory and the array's path in it)."""
     store = getattr(target, "store", None)
     path = getattr(target, "path", "") or ""
-    while type(store).__name__ == "ConsolidatedMetadataStore":
-        store = store.store   # writes go to the store under it
-    directory = getattr(store, "path", None) or getattr(store, "dir_path", None)
-    if callable(directory):
-        directory = directory()
-    if isinstance(directory, str) and type(store).__name__ == "DirectoryStore":
-        return os.path.join(directory, path) if path else directory
+    root = getattr(store, "root", None)
+    if type(store).__name__ == "LocalStore" and root is not None:
+        return os.path.join(str(root), path) if path else str(root)
     raise NotImplementedError(f"strata chunk manager: cannot write into a zarr-python "
                               f"{type(store).__name__}; write to a local path, or to an s3:// "
                               "group with .strata.to_zarr")

@@ -55,9 +55,9 @@ _CLIENTS = weakref.WeakValueDictionary()
 def _distributed(what):
     try:
         import distributed
-    except ImportError as e:  # pragma: no cover - Debian's python3-distributed is a dependency
+    except ImportError as e:  # pragma: no cover - distributed is in the locked requirements
         raise ValueError(f"{what}: executor 'dask' needs the distributed package "
-                         f"(Debian: python3-distributed)") from e
+                         f"(pip install distributed)") from e
     return distributed
 
 
@@ -84,9 +84,12 @@ def _fallback_memory():
 
 
 class _StrataMemory:
-    """A worker plugin: gives each worker the resource STRATA_RESOURCE (its
-    memory limit) unless it was started with it; runs on workers that join
-    later too."""
+    """What the worker plugin does: gives each worker the resource
+    STRATA_RESOURCE (its memory limit) unless it was started with it; runs
+    on workers that join later too. distributed registers only subclasses
+    of its WorkerPlugin, so the plugin registered is _StrataMemoryPlugin
+    (this and WorkerPlugin), made when first asked for: this module does not
+    import distributed."""
     name = "strata-memory"
 
     async def setup(self, worker):
@@ -98,6 +101,22 @@ class _StrataMemory:
 
     def teardown(self, worker):
         pass
+
+
+_PLUGIN_CLASS = []
+
+
+def __getattr__(name):
+    """_StrataMemoryPlugin, made on first use (here and where a worker
+    unpickles the plugin by this name)."""
+    if name != "_StrataMemoryPlugin":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _PLUGIN_CLASS:
+        from distributed.diagnostics.plugin import WorkerPlugin
+        cls = type("_StrataMemoryPlugin", (_StrataMemory, WorkerPlugin), {
+            "__module__": __name__, "__doc__": "_StrataMemory as a distributed WorkerPlugin."})
+        _PLUGIN_CLASS.append(cls)
+    return _PLUGIN_CLASS[0]
 
 
 class DaskExecutor:
@@ -269,7 +288,8 @@ class _Run:
         # Registered once per client; the scheduler gives it to new workers.
         if getattr(self.client, "_strata_memory_plugin", False):
             return
-        self.client.register_worker_plugin(_StrataMemory(), name=_StrataMemory.name)
+        self.client.register_plugin(__getattr__("_StrataMemoryPlugin")(),
+                                    name=_StrataMemory.name)
         self.client._strata_memory_plugin = True
 
     def _collect(self, distributed, futures):

@@ -5,9 +5,9 @@ where its arrays go, with the same S3 settings (AWS_* variables, the URL's
 `?endpoint=...`) and the same one-line errors.
 
 A Group gives the group's keys (bytes and JSON documents), the URLs of its
-arrays for strata.from_zarr / strata.to_zarr, and a MutableMapping of an
-array's keys for zarr-python (which writes the string variables strata has
-no dtype for). `group_at(store)` picks the kind:
+arrays for strata.from_zarr / strata.to_zarr, and a zarr-python 3 store of
+an array's keys (which reads and writes the string variables strata has no
+dtype for). `group_at(store)` picks the kind:
 - LocalGroup: a directory (also `file://`). A new group (to_zarr modes "w"
   and "w-") is assembled in a hidden directory beside the target and renamed
   into place: the old group, with "w", stays whole until the rename.
@@ -113,9 +113,9 @@ class Group:
         return self.has(".zgroup") or self.has(".zmetadata") or \
             (self.get_json("zarr.json") or {}).get("node_type") == "group"
 
-    def mapping(self, name):
-        """Member `name`'s keys as a MutableMapping (a zarr-python store)."""
-        return _ZarrMapping(self, name)
+    def zarr_store(self, name):
+        """Member `name` as a zarr-python 3 store (zarr_store below)."""
+        return zarr_store(self, name)
 
     def key_url(self, key):
         return self.array_url(key)
@@ -304,24 +304,33 @@ class _InPlaceNewGroup(_NewGroup):
 
 # ============================================================== zarr-python
 
+def zarr_store(group, name):
+    """Member `name` of `group` as a zarr-python 3 store: a MemoryStore over
+    a MutableMapping of its keys (_ZarrMapping), so that zarr-python reads
+    and writes the string arrays strata has no dtype for wherever the group
+    is (a directory or S3), through strata's own store."""
+    from zarr.storage import MemoryStore
+    return MemoryStore(_ZarrMapping(group, name))
+
+
 class _ZarrMapping(MutableMapping):
-    """Member `name` of a Group as a zarr-python store (a MutableMapping of
-    its keys): how string arrays, which strata has no dtype for, are read
-    and written by zarr-python wherever the group is."""
+    """Member `name` of a Group as zarr-python's MemoryStore dictionary: its
+    keys (relative to the member) to zarr Buffers, read and written through
+    the Group."""
 
     def __init__(self, group, name):
         self._group = group
         self._prefix = name.strip("/") + "/"
 
     def __getitem__(self, key):
+        from zarr.core.buffer import default_buffer_prototype
         value = self._group.get(self._prefix + key)
         if value is None:
             raise KeyError(key)
-        return value
+        return default_buffer_prototype().buffer.from_bytes(bytes(value))
 
     def __setitem__(self, key, value):
-        from numcodecs.compat import ensure_bytes
-        self._group.put(self._prefix + key, ensure_bytes(value))
+        self._group.put(self._prefix + key, value.to_bytes())
 
     def __delitem__(self, key):
         if key not in self:
@@ -337,3 +346,9 @@ class _ZarrMapping(MutableMapping):
 
     def __len__(self):
         return len(self._group.keys(self._prefix))
+
+    def __eq__(self, other):
+        return isinstance(other, _ZarrMapping) and other._group is self._group and \
+            other._prefix == self._prefix
+
+    __hash__ = None

@@ -8,15 +8,16 @@ Dataset (importing this module registers it).
     means = wind.strata.groupby("country").mean()     # one grouped reduction
     means.strata.to_zarr("means.zarr")                # one compute
 
-strata.Array is a NEP-18 duck array (_numpy_dispatch.py), so xarray 2023.01
-keeps it as the data of its variables: selection, arithmetic, ufuncs,
-where/fillna, reductions (xarray calls numpy's nan-functions), concat, dot,
-weighted, coarsen, rolling, shift stay lazy until `.strata.compute()`.
-xarray's own `.compute()`/`.load()` do nothing on a duck array and
-`.values` computes one variable at a time; `.strata.compute()` computes every
-variable of the object in one plan (shared inputs read once). On xarray
-2024.x and later, strata is also a chunk manager (_chunkmanager.py): there
-xarray's own compute()/load()/persist() run strata.
+strata.Array is an Array API array (xarray calls the strata namespace's
+functions: nan-reductions, einsum, sliding windows, ...) and a NEP-18 duck
+array (_numpy_dispatch.py), so xarray keeps it as the data of its variables:
+selection (pointwise too), arithmetic, ufuncs, where/fillna, reductions,
+concat, dot, weighted, coarsen, rolling, shift stay lazy. strata is also
+xarray's chunk manager for its arrays (_chunkmanager.py, imported here):
+xarray's own compute()/load()/persist()/to_zarr() run strata, and .chunk()
+on a Strata-backed object keeps strata arrays. `.strata.compute()` computes
+every variable of the object in one plan (shared inputs read once), as
+xarray's compute() does through the chunk manager.
 
 What open_zarr decodes (CF, as xarray's decode_cf does): on coordinates,
 everything xarray decodes (they are read eagerly and decoded by xarray
@@ -26,13 +27,12 @@ itself: times, masks, scale/offset, bools); on data variables (lazy),
 datetime dtype: they stay numbers with their `units` attribute), `_Unsigned`
 (NotImplementedError) and string/object dtypes (strata has none).
 """
-import os
-
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 import strata
+from . import _chunkmanager  # noqa: F401  (also: .chunk() keeps strata arrays)
 from ._array import Array
 from ._group import group_at
 
@@ -43,17 +43,8 @@ __all__ = ["open_zarr", "chunk_manager", "StrataDataArrayAccessor", "StrataDatas
 def chunk_manager():
     """Strata's xarray chunk manager (an xarray.namedarray.parallelcompat
     ChunkManagerEntrypoint), for `chunked_array_type=` where the entry point
-    `strata` is not installed. xarray 2024.x and later only: with an xarray
-    without chunk managers (Debian's 2023.01) NotImplementedError."""
-    try:
-        from xarray.namedarray import parallelcompat  # noqa: F401
-    except ImportError:
-        raise NotImplementedError(
-            f"chunk_manager: xarray {xr.__version__} at {os.path.dirname(xr.__file__)} has no "
-            "chunk managers (xarray.namedarray.parallelcompat, xarray 2024.x); strata arrays "
-            "work with it as duck arrays (open_zarr, the .strata accessor)") from None
-    from ._chunkmanager import chunk_manager as manager
-    return manager()
+    `strata` is not installed."""
+    return _chunkmanager.chunk_manager()
 
 
 # ============================================================== reading
@@ -82,6 +73,20 @@ _V3_DTYPES = {"bool": "bool", "int8": "i1", "int16": "<i2", "int32": "<i4", "int
               "complex128": "<c16"}
 
 
+def _v3_dtype(name, dt):
+    """The numpy dtype of a v3 data_type: strata's numbers, and the strings
+    (variable length, fixed_length_utf32) coordinates may hold, which
+    zarr-python reads."""
+    if isinstance(dt, str) and dt in _V3_DTYPES:
+        return np.dtype(_V3_DTYPES[dt])
+    if dt in ("string", "variable_length_utf8"):
+        return np.dtype(object)
+    if isinstance(dt, dict) and dt.get("name") == "fixed_length_utf32":
+        return np.dtype(f"<U{int(dt['configuration']['length_bytes']) // 4}")
+    raise ValueError(f"open_zarr: array {name!r} has data type {dt!r}, which strata does not "
+                     "read")
+
+
 class _ArrayMeta:
     """One array of a group: its name, dims, dtype, chunks, fill value,
     attributes and codecs, from v2 (.zarray/.zattrs) or v3 (zarr.json)."""
@@ -94,26 +99,19 @@ class _ArrayMeta:
         if zarr_format == 2:
             self.dtype = np.dtype(meta["dtype"])
             self.chunks = tuple(meta["chunks"])
-            self.compressor = meta.get("compressor")
-            self.filters = meta.get("filters")
             dims = self.attrs.pop("_ARRAY_DIMENSIONS", None)
         else:
-            dt = meta["data_type"]
-            if not isinstance(dt, str) or dt not in _V3_DTYPES:
-                raise ValueError(f"open_zarr: array {name!r} has data type {dt!r}, which strata "
-                                 "does not read")
-            self.dtype = np.dtype(_V3_DTYPES[dt])
+            self.dtype = _v3_dtype(name, meta["data_type"])
             grid = meta.get("chunk_grid", {}).get("configuration", {})
             self.chunks = tuple(grid.get("chunk_shape", meta["shape"]))
-            self.compressor = None
-            self.filters = None
-            self.codecs = meta.get("codecs")
             dims = meta.get("dimension_names")
             if dims is None:
                 dims = self.attrs.pop("_ARRAY_DIMENSIONS", None)
             else:
                 self.attrs.pop("_ARRAY_DIMENSIONS", None)
         self.shape = tuple(meta["shape"])
+        if dims is None and self.shape == ():
+            dims = ()
         if dims is None or any(d is None for d in dims):
             raise ValueError(
                 f"open_zarr: array {name!r} has no dimension names (neither the "
@@ -125,26 +123,45 @@ class _ArrayMeta:
         self.dims = tuple(dims)
         self.fill_value = _fill_value(meta.get("fill_value"), self.dtype)
 
-    def encoding(self):
-        enc = {"chunks": self.chunks, "preferred_chunks": dict(zip(self.dims, self.chunks))}
+    def zarr_array(self):
+        """zarr-python's Array of this metadata, over an empty store: its
+        codecs, chunks and fill value as zarr-python gives them to xarray
+        (nothing is read)."""
+        from zarr import Array as ZarrArray
+        from zarr.core.array import AsyncArray
+        from zarr.core.metadata import ArrayV2Metadata, ArrayV3Metadata
+        from zarr.storage import MemoryStore, StorePath
+        meta = dict(self.meta)
         if self.zarr_format == 2:
-            enc["compressor"] = _codec(self.compressor)
-            enc["filters"] = None if self.filters is None else [_codec(f) for f in self.filters]
+            meta.setdefault("zarr_format", 2)
+            metadata = ArrayV2Metadata.from_dict(meta)
         else:
-            enc["codecs"] = self.codecs
+            metadata = ArrayV3Metadata.from_dict(meta)
+        return ZarrArray(AsyncArray(metadata=metadata, store_path=StorePath(MemoryStore())))
+
+    def encoding(self):
+        """The storage encoding xarray's zarr backend gives the variable."""
+        z = self.zarr_array()
+        chunks = tuple(z.chunks)
+        enc = {"chunks": chunks, "preferred_chunks": dict(zip(self.dims, chunks)),
+               "compressors": z.compressors, "filters": z.filters, "shards": z.shards}
+        if self.zarr_format == 3:
+            enc["serializer"] = z.serializer
+            enc["fill_value"] = z.fill_value
         return enc
 
-
-def _codec(config):
-    """A numcodecs codec from its config (as zarr-python gives it), or the
-    config when numcodecs is not there."""
-    if config is None:
-        return None
-    try:
-        import numcodecs
-        return numcodecs.get_codec(dict(config))
-    except Exception:
-        return config
+    def cf_attrs(self):
+        """The attributes as xarray's zarr backend hands them to its CF
+        decoder: in Zarr v2 the array's fill value is the _FillValue; in v3
+        only a _FillValue attribute is, stored encoded (FillValueCoder)."""
+        attrs = dict(self.attrs)
+        if self.zarr_format == 2:
+            if self.fill_value is not None:
+                attrs["_FillValue"] = self.fill_value
+        elif attrs.get("_FillValue") is not None and self.dtype.kind in "biufcUS":
+            from xarray.backends.zarr import FillValueCoder
+            attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], self.dtype)
+        return attrs
 
 
 def _group_metadata(group, consolidated):
@@ -201,14 +218,11 @@ def _group_metadata(group, consolidated):
 
 def _read_coordinate(group, a, spec):
     """A coordinate's values in memory: through strata for numbers, through
-    zarr-python (Zarr v2) for the strings strata has no dtype for."""
+    zarr-python for the strings strata has no dtype for."""
     if a.dtype.kind in "biufc":
         return strata.from_zarr(group.array_url(a.name), spec=spec).compute()
-    if a.zarr_format != 2:
-        raise TypeError(f"open_zarr: coordinate {a.name!r} has dtype {a.dtype}, which strata "
-                        "reads only from Zarr v2 (through zarr-python)")
     import zarr
-    return zarr.open_array(group.mapping(a.name), mode="r")[...]
+    return zarr.open_array(group.zarr_store(a.name), mode="r", zarr_format=a.zarr_format)[...]
 
 
 def _pop_to(attrs, encoding, key):
@@ -219,12 +233,9 @@ def _pop_to(attrs, encoding, key):
 
 
 def _float_dtype(choose, dtype, encoding):
-    """xarray's float dtype for scaled data: 2023.01 asks whether there is
-    an offset, 2024.x looks at the scale and offset themselves."""
-    import inspect
-    if "mapping" in inspect.signature(choose).parameters:
-        return choose(dtype, encoding)
-    return choose(dtype, "add_offset" in encoding)
+    """xarray's float dtype for scaled data (it looks at the scale and
+    offset themselves)."""
+    return choose(dtype, encoding)
 
 
 def _decode_lazy(name, x, attrs, encoding, mask_and_scale):
@@ -327,10 +338,8 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
     coord_names &= {a.name for a in arrays}
     coords, data_vars = {}, {}
     for a in arrays:
-        attrs = dict(a.attrs)
+        attrs = a.cf_attrs()
         encoding = a.encoding()
-        if a.fill_value is not None and zarr_format == 2:
-            attrs["_FillValue"] = a.fill_value   # as xarray's zarr backend does
         if decode_cf and "coordinates" in attrs:
             encoding["coordinates"] = attrs.pop("coordinates")
         if a.name in coord_names:
@@ -474,8 +483,8 @@ class StrataDatasetAccessor(_Accessor):
         strata compute (strings, which strata has no dtype for, through
         zarr-python).
 
-        mode, region and append_dim mean what they mean to xarray 2023.01
-        (same defaults, checks and error messages):
+        mode, region and append_dim mean what they mean to xarray's
+        Dataset.to_zarr (2026.9: same defaults, checks and error messages):
         - "w-" (the default without region/append_dim: fail if `store`
           exists) or "w" (replace a Zarr group): on a path the group is
           assembled under a temporary name beside `store` and renamed into
@@ -489,6 +498,8 @@ class StrataDatasetAccessor(_Accessor):
           encoding (dtype, _FillValue, scale_factor/add_offset, time units);
           the group's attributes are replaced by the dataset's. On a missing
           store (and without region/append_dim) it writes a new group.
+        - "a-": as "a", but with append_dim the existing variables without
+          that dimension are not rewritten.
         - "r+" (the default with region): existing variables only, attributes
           kept.
         - append_dim="time": variables with that dimension grow along it
@@ -496,9 +507,12 @@ class StrataDatasetAccessor(_Accessor):
           stored sizes. The new shapes are written last.
         - region={"time": slice(10, 20)}: a dict of dimension -> slice (step
           1) of the stored arrays; every variable must have one of its
-          dimensions (xarray's error names those to drop_vars). Chunks the
-          region covers partly are read, updated and rewritten under a lock
-          per chunk, never torn. region together with append_dim is refused
+          dimensions (xarray's error names those to drop_vars); as xarray's,
+          the index coordinates are not written. Chunks the region covers
+          partly are read, updated and rewritten under a lock per chunk,
+          never torn. region="auto" (or "auto" for some dimensions): where
+          the dataset's labels are in the stored coordinates, as xarray
+          finds it. region together with append_dim is refused
           (NotImplementedError).
         Every check runs before anything is written; if the compute then
         fails, appended arrays get their old shapes back and created
@@ -510,14 +524,21 @@ class StrataDatasetAccessor(_Accessor):
         metadata. (consolidated=None is xarray's default; True here.)
 
         zarr_format: 2 (default) or 3 for new groups (an existing group keeps
-        its own). encoding: per new variable, as xarray's (dtype,
-        scale_factor, add_offset, _FillValue, chunks, units/calendar for
-        times); refused for variables that exist. codec: strata's codec
-        syntax for new arrays (default blosc lz4). compute=False is not
+        its own; strings are written in either). encoding: per new
+        variable, as xarray's (dtype, scale_factor, add_offset, _FillValue,
+        chunks, compressors/filters as numcodecs or zarr-python 3 codecs,
+        zarr-python 2's compressor, units/calendar for times); refused for
+        variables that exist. What the user names wins over what the data
+        kept from where it was read: chunks are encoding=' chunks, else the
+        strata array's own (open_zarr(chunks=), .chunk(), a rechunk), else
+        the encoding's (data in memory); codecs are encoding=' ones (a codec
+        strata cannot write is a ValueError naming it), else codec=
+        (strata's codec syntax, default blosc lz4). compute=False is not
         supported (NotImplementedError)."""
         ds = self._obj
         mode = _zarr_mode(mode, region, append_dim)
         if region is not None:
+            region = _auto_region(ds, store, region, mode)
             _check_region(ds, region, append_dim)
         if zarr_format not in (None, 2, 3):
             raise ValueError(f"to_zarr: zarr_format must be 2 or 3, got {zarr_format!r}")
@@ -536,13 +557,15 @@ class StrataDatasetAccessor(_Accessor):
             raise NotImplementedError("to_zarr(compute=False): not supported yet "
                                       "(the group is assembled when the compute ends)")
         group = group_at(store, "to_zarr")
-        if mode in ("a", "r+") and (mode == "r+" or region is not None or
-                                    append_dim is not None or group.exists()):
+        if region is not None:
+            ds = ds.drop_vars(list(ds.indexes))   # as xarray: a region write keeps the indexes
+        if mode in ("a", "a-", "r+") and (mode == "r+" or region is not None or
+                                          append_dim is not None or group.exists()):
             _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format,
                               codec, consolidated, compute_kwargs)
             return None
         zarr_format = zarr_format or 2
-        mode = "w-" if mode == "a" else mode   # "a" on a missing store: a new group
+        mode = "w-" if mode in ("a", "a-") else mode   # "a" on a missing store: a new group
         names = list(self._obj.variables)
 
         def write_metadata(node):
@@ -568,14 +591,60 @@ def _zarr_mode(mode, region, append_dim):
     """xarray's default mode and its refusals (Dataset.to_zarr)."""
     if mode is None:
         mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
-    if mode != "a" and append_dim is not None:
+    if mode not in ("a", "a-") and append_dim is not None:
         raise ValueError("cannot set append_dim unless mode='a' or mode=None")
-    if mode not in ("a", "r+") and region is not None:
-        raise ValueError("cannot set region unless mode='a', mode='r+' or mode=None")
-    if mode not in ("w", "w-", "a", "r+"):
+    if mode not in ("a", "a-", "r+") and region is not None:
+        raise ValueError("cannot set region unless mode='a', mode='a-', mode='r+' or mode=None")
+    if mode not in ("w", "w-", "a", "a-", "r+"):
         raise ValueError("The only supported options for mode are 'w', "
-                         f"'w-', 'a' and 'r+', but mode={mode!r}")
+                         f"'w-', 'a', 'a-', and 'r+', but mode={mode!r}")
     return mode
+
+
+def _is_auto(v):
+    return isinstance(v, str) and v == "auto"
+
+
+def _auto_region(ds, store, region, mode):
+    """region= with "auto" (for the whole region or some dimensions) as
+    xarray resolves it: a dimension with a coordinate is where the
+    dataset's labels are in the stored coordinate (contiguous), one without
+    is all of it; the same checks and messages as xarray's."""
+    if _is_auto(region):
+        region = dict.fromkeys(ds.dims, "auto")
+    if not isinstance(region, dict) or not any(_is_auto(v) for v in region.values()):
+        return region
+    if mode not in ("r+", "a"):
+        raise ValueError(f"``mode`` must be 'r+' or 'a' when using ``region='auto'``, got "
+                         f"{mode!r}")
+    group = group_at(store, "to_zarr")
+    _, _, arrays = _group_metadata(group, consolidated=False)
+    stored = {a.name: a for a in arrays}
+    region = dict(region)
+    for dim, value in region.items():
+        if not _is_auto(value):
+            continue
+        if dim not in ds.variables:
+            region[dim] = slice(0, ds.sizes[dim])
+            continue
+        if dim not in stored:
+            raise KeyError(f"to_zarr: region='auto' needs the coordinate {dim!r} in "
+                           f"{group.url!r}, which has no such array")
+        a = stored[dim]
+        raw = xr.Variable(a.dims, np.asarray(_read_coordinate(group, a, None)), a.cf_attrs())
+        index = pd.Index(xr.conventions.decode_cf_variable(dim, raw).values)
+        idxs = index.get_indexer(ds[dim].data)
+        if (idxs == -1).any():
+            raise KeyError(f"Not all values of coordinate '{dim}' in the new array were found "
+                           "in the original store. Writing to a zarr region slice requires "
+                           "that no dimensions or metadata are changed by the write.")
+        if (np.diff(idxs) != 1).any():
+            raise ValueError(f"The auto-detected region of coordinate '{dim}' for writing new "
+                             "data to the original store had non-contiguous indices. Writing "
+                             "to a zarr region slice requires that the new data constitute a "
+                             "contiguous subset of the original store.")
+        region[dim] = slice(int(idxs[0]), int(idxs[-1]) + 1)
+    return region
 
 
 def _check_region(ds, region, append_dim):
@@ -615,6 +684,14 @@ def _plain_variable(name, var, encoding):
     if not isinstance(name, str) or "/" in name or name.startswith("."):
         raise ValueError(f"to_zarr: variable name {name!r} cannot be a Zarr array name")
     var = var.variable if hasattr(var, "variable") else var
+    if not isinstance(var._data, Array):
+        from xarray.namedarray.pycompat import is_chunked_array
+        if is_chunked_array(var._data):
+            raise TypeError(
+                f"to_zarr: variable {name!r} holds a {type(var._data).__module__}."
+                f"{type(var._data).__name__}, not a strata array; .strata.to_zarr would load "
+                "it whole: rechunk with .chunk(chunked_array_type='strata') or write it with "
+                "xarray's own to_zarr")
     return xr.Variable(var.dims, var._data if isinstance(var._data, Array) else var.values,
                        var.attrs, encoding)
 
@@ -628,43 +705,190 @@ def _is_strings(data):
     return isinstance(data, np.ndarray) and data.dtype.kind not in "biufc"
 
 
-def _new_variable(name, var, zarr_format):
+def _encode(var, name, zarr_format):
+    """var CF-encoded as xarray's zarr backend encodes it (its coders: bools
+    and strings stay as Zarr holds them natively)."""
+    from xarray.backends.zarr import encode_zarr_variable
+    return encode_zarr_variable(var, name=name, zarr_format=zarr_format)
+
+
+# Encoding keys that say how a variable is stored (not CF): xarray's zarr
+# backend's, zarr-python 2's ("compressor"), and what a reader leaves.
+_STORAGE_KEYS = ("chunks", "preferred_chunks", "compressor", "compressors", "filters",
+                 "serializer", "shards", "fill_value", "codecs", "chunk_key_encoding",
+                 "write_empty_chunks", "cache_metadata", "coordinates")
+
+
+def _new_variable(name, var, zarr_format, user=None, codec=None):
     """A variable to create: (encoded Variable, its data, the kwargs of
-    strata.to_zarr for it; None for strings, which zarr-python writes)."""
+    strata.to_zarr for it; None for strings, which zarr-python writes).
+
+    `user` is what the caller's to_zarr(encoding=) gave for this variable:
+    what a user names wins over what the variable's encoding kept from the
+    store it was read from. Chunks: the user's, else the strata array's own
+    (open_zarr(chunks=), .chunk(), a rechunk: never the stored ones a
+    reader left in the encoding), else (data in memory) the encoding's, else
+    strata's "auto". Codecs: the user's compressors/filters (translated to
+    strata's codec syntax; ValueError for one strata cannot write), else
+    `codec` (default blosc lz4); the stored ones are not reused."""
+    user = user or {}
     var = _plain_variable(name, var, dict(var.encoding))
-    # Storage encodings are strata's (chunks kept when given; codec= for
-    # every array); the CF ones go to xarray's encoder.
-    for k in ("preferred_chunks", "compressor", "filters", "codecs", "coordinates"):
-        var.encoding.pop(k, None)
-    chunks = var.encoding.pop("chunks", None)
-    enc = xr.conventions.encode_cf_variable(var, name=name)
+    stored = {k: var.encoding.pop(k) for k in _STORAGE_KEYS if k in var.encoding}
+    if user.get("shards") is not None:
+        raise NotImplementedError(f"to_zarr: variable {name!r}: encoding 'shards' is not "
+                                  "supported (strata writes unsharded arrays here)")
+    named_codec = _codec_of_encoding(name, user, zarr_format)
+    if named_codec is not None:
+        codec = named_codec
+    enc = _encode(var, name, zarr_format)
     data = _encoded_data(enc)
     if _is_strings(data):
         return enc, data, None
+    if user.get("chunks") is not None:
+        chunks = _chunks_arg(name, user["chunks"], data.shape)
+    elif isinstance(data, Array):
+        chunks = None   # the array's own
+    elif stored.get("chunks") is not None:
+        chunks = _chunks_arg(name, stored["chunks"], data.shape)
+    else:
+        chunks = "auto"
     if isinstance(data, np.ndarray):
-        data = strata.asarray(np.asarray(data, order="C"),
-                              chunks=tuple(chunks) if chunks else "auto")
-    elif chunks:
+        data = strata.asarray(np.asarray(data, order="C"), chunks=chunks)
+    elif chunks is not None and tuple(chunks) != data.chunksize:
         data = data.rechunk(tuple(chunks))
     attrs = dict(enc.attrs)
     fill = attrs.pop("_FillValue", None)
-    attrs = _json_attrs(attrs)
     dims = [str(d) for d in enc.dims]
     if zarr_format == 2:
+        attrs = _json_attrs(attrs)
         attrs["_ARRAY_DIMENSIONS"] = dims
-    return enc, data, dict(zarr_format=zarr_format, attrs=attrs, fill_value=_fill_arg(fill),
-                           dimension_names=dims if zarr_format == 3 else None)
+        fill_arg = _fill_arg(fill)
+    else:
+        # As xarray's zarr backend writes v3: the CF _FillValue an attribute
+        # (FillValueCoder's encoding), the array's own fill value the
+        # encoding's fill_value, NaN for floats, else 0.
+        from xarray.backends.zarr import FillValueCoder
+        if fill is not None:
+            attrs["_FillValue"] = FillValueCoder.encode(fill, np.dtype(data.dtype))
+        attrs = _json_attrs(attrs)
+        own = user.get("fill_value", stored.get("fill_value"))
+        if own is None:
+            own = np.nan if np.dtype(data.dtype).kind in "fc" else 0
+        fill_arg = _fill_arg(own)
+    return enc, data, dict(zarr_format=zarr_format, attrs=attrs, fill_value=fill_arg,
+                           dimension_names=dims if zarr_format == 3 else None, codec=codec)
+
+
+def _chunks_arg(name, chunks, shape):
+    """Chunks from an encoding (a tuple of ints, or a dict of dimension
+    sizes xarray accepts too) as a tuple for strata."""
+    if isinstance(chunks, int):
+        chunks = (chunks,) * len(shape)
+    chunks = tuple(chunks)
+    if len(chunks) != len(shape) or not all(isinstance(c, (int, np.integer)) and
+                                            (c > 0 or c == -1) for c in chunks):
+        raise ValueError(f"to_zarr: variable {name!r}: encoding chunks {chunks!r} must be "
+                         f"{len(shape)} positive ints (-1 for a whole axis)")
+    return tuple(n if c == -1 else int(c) for c, n in zip(chunks, shape))
+
+
+_BLOSC_SHUFFLE = {0: "none", 1: "byte", 2: "bit", -1: "auto", "noshuffle": "none",
+                  "shuffle": "byte", "bitshuffle": "bit"}
+
+
+def _codec_config(codec):
+    """(name, configuration) of a numcodecs codec, a zarr-python 3 codec or
+    their JSON (numcodecs' {"id": ...}, v3's {"name": ..., "configuration":
+    ...})."""
+    if hasattr(codec, "get_config") and not hasattr(codec, "to_dict"):
+        codec = codec.get_config()
+    elif hasattr(codec, "to_dict"):
+        codec = codec.to_dict()
+    if not isinstance(codec, dict):
+        raise TypeError(type(codec).__name__)
+    if "id" in codec:
+        config = {k: v for k, v in codec.items() if k != "id"}
+        return str(codec["id"]), config
+    return str(codec.get("name")), dict(codec.get("configuration") or {})
+
+
+def _strata_codec(codec):
+    """One codec in strata's codec syntax, or None (a no-op: v3's bytes
+    serializer), or ValueError naming what strata does not write."""
+    name, cfg = _codec_config(codec)
+    name = name[len("numcodecs."):] if name.startswith("numcodecs.") else name
+
+    def opts(pairs):
+        text = ",".join(f"{k}={v}" for k, v in pairs if v is not None)
+        return f"{name}:{text}" if text else name
+    if name == "blosc":
+        shuffle = cfg.get("shuffle")
+        shuffle = _BLOSC_SHUFFLE.get(shuffle.value if hasattr(shuffle, "value") else shuffle)
+        cname = cfg.get("cname")
+        cname = cname.value if hasattr(cname, "value") else cname
+        return opts([("cname", cname), ("clevel", cfg.get("clevel")), ("shuffle", shuffle),
+                     ("blocksize", cfg.get("blocksize"))])
+    if name == "zstd":
+        checksum = cfg.get("checksum")
+        return opts([("level", cfg.get("level")),
+                     ("checksum", None if checksum is None else str(bool(checksum)).lower())])
+    if name in ("zlib", "gzip", "bz2"):
+        return opts([("level", cfg.get("level"))])
+    if name == "lz4":
+        return opts([("acceleration", cfg.get("acceleration"))])
+    if name in ("crc32", "adler32"):
+        return opts([("location", cfg.get("location"))])
+    if name in ("crc32c", "fletcher32"):
+        return name
+    if name == "shuffle":
+        return opts([("elementsize", cfg.get("elementsize"))])
+    if name == "bytes" and cfg.get("endian", "little") == "little":
+        return None
+    raise ValueError(f"codec {name!r} ({cfg}) is not one strata writes (blosc, zstd, zlib, "
+                     "gzip, lz4, bz2, crc32, crc32c, adler32, fletcher32, shuffle)")
+
+
+def _codec_of_encoding(name, user, zarr_format):
+    """The codec (strata's syntax) the user's encoding names for a variable
+    (filters, then compressor(s); "none" for no compressor), or None when it
+    names none."""
+    keys = [k for k in ("compressor", "compressors", "filters", "serializer", "codecs")
+            if k in user]
+    if not keys:
+        return None
+    if "compressor" in user and "compressors" in user:
+        raise ValueError(f"to_zarr: variable {name!r}: encoding has both 'compressor' and "
+                         "'compressors'; give one")
+    if "codecs" in user:
+        raise ValueError(f"to_zarr: variable {name!r}: encoding 'codecs' is not an encoding "
+                         "xarray takes; give 'compressors' (and 'filters')")
+
+    def listed(value):
+        if value is None:
+            return []
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+    parts = []
+    try:
+        for c in listed(user.get("filters")) + listed(user.get("serializer")) + \
+                listed(user.get("compressor")) + listed(user.get("compressors")):
+            one = _strata_codec(c)
+            if one is not None:
+                parts.append(one)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"to_zarr: variable {name!r}: encoding {keys}: {e}") from None
+    return "+".join(parts) if parts else "none"
 
 
 def _with_user_encoding(ds, encoding):
     """The dataset's variables (coordinates named as xarray's encoder names
-    them) with the user's encoding merged in, and the group's attributes."""
+    them) with the user's CF encoding merged in (its storage keys are
+    _new_variable's `user`), and the group's attributes."""
     variables, group_attrs = xr.conventions.encode_dataset_coordinates(ds)
     out = {}
     for name, var in variables.items():
         var = var.variable if hasattr(var, "variable") else var
-        out[name] = xr.Variable(var.dims, var._data, var.attrs,
-                                {**var.encoding, **encoding.get(name, {})})
+        user = {k: v for k, v in encoding.get(name, {}).items() if k not in _STORAGE_KEYS}
+        out[name] = xr.Variable(var.dims, var._data, var.attrs, {**var.encoding, **user})
     return out, group_attrs
 
 
@@ -694,13 +918,13 @@ def _write_group(ds, new, encoding, zarr_format, codec):
     node = new.node
     handles, strings = [], []
     for name, var in variables.items():
-        enc, data, kwargs = _new_variable(name, var, zarr_format)
+        enc, data, kwargs = _new_variable(name, var, zarr_format, encoding.get(name), codec)
         if kwargs is None:
             data = _string_data(name, data, zarr_format)
             strings.append(lambda name=name, data=data, enc=enc:
-                           _write_strings(node, name, data, enc))
+                           _write_strings(node, name, data, enc, zarr_format))
             continue
-        handles.append(strata.to_zarr(data, node.array_url(name), compute=False, codec=codec,
+        handles.append(strata.to_zarr(data, node.array_url(name), compute=False,
                                       overwrite=new.overwrite, **kwargs))
     return handles, strings, group_attrs
 
@@ -710,10 +934,8 @@ def _stored_encoding(a):
     (dtype, _FillValue, scale_factor/add_offset, units/calendar of times):
     xarray's decoder run on the array's attributes over a one-element
     stand-in for its data (nothing is read)."""
-    attrs = dict(a.attrs)
+    attrs = a.cf_attrs()
     attrs.pop("coordinates", None)
-    if a.fill_value is not None and a.zarr_format == 2:
-        attrs["_FillValue"] = a.fill_value   # as xarray's zarr backend does
     dummy = xr.Variable(a.dims, np.zeros((1,) * len(a.shape), dtype=a.dtype), attrs)
     decoded = xr.conventions.decode_cf_variable(a.name, dummy, concat_characters=False)
     encoding = dict(decoded.encoding)
@@ -729,9 +951,12 @@ def _check_existing_dims(name, new, a, region, append_dim):
     dimensions and, but along append_dim, its sizes (the region's sizes in
     a region write)."""
     if tuple(new.dims) != a.dims:
-        raise ValueError(f"variable {name!r} already exists with different dimension names "
-                         f"{a.dims} != {tuple(new.dims)}, but changing variable dimensions is "
-                         "not supported by to_zarr().")
+        if set(new.dims) == set(a.dims):
+            new = new.transpose(*a.dims)
+        else:
+            raise ValueError(f"variable {name!r} already exists with different dimension "
+                             f"names {a.dims} != {tuple(new.dims)}, but changing variable "
+                             "dimensions is not supported by to_zarr().")
     existing_sizes = {}
     for d, n in zip(a.dims, a.shape):
         if region is not None and d in region:
@@ -744,7 +969,10 @@ def _check_existing_dims(name, new, a, region, append_dim):
         raise ValueError(f"variable {name!r} already exists with different dimension sizes: "
                          f"{existing_sizes} != {new_sizes}. to_zarr() only supports changing "
                          f"dimension sizes when explicitly appending, but "
-                         f"append_dim={append_dim!r}.")
+                         f"append_dim={append_dim!r}. If you are attempting to write to a "
+                         "subset of the existing store without changing dimension sizes, "
+                         "consider using the region argument in to_zarr().")
+    return new
 
 
 def _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format, codec,
@@ -769,10 +997,10 @@ def _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format
                          f"{zarr_format} cannot change it in mode={mode!r}")
     stored = {a.name: a for a in arrays}
     # xarray's checks for modes "a" and "r+", in its order and words.
-    for name, v in ds.data_vars.items():
+    for name, v in ds.variables.items():
         a = stored.get(name)
         if a is not None and v.dtype.kind not in "iufcMmb" and v.dtype != object and \
-                v.dtype != a.dtype:
+                not (v.dtype.kind in "SU" and a.dtype == object) and v.dtype != a.dtype:
             raise ValueError(f"Mismatched dtypes for variable {name} between Zarr store on disk "
                              f"and dataset to append. Store has dtype {a.dtype} but dataset to "
                              f"append has dtype {v.dtype}.")
@@ -793,9 +1021,9 @@ def _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format
     if mode == "r+":
         new_names = [k for k in ds.variables if k not in stored]
         if new_names:
-            raise ValueError(f"dataset contains non-pre-existing variables {new_names}, which "
-                             "is not allowed in ``xarray.Dataset.to_zarr()`` with mode='r+'. "
-                             "To allow writing new variables, set mode='a'.")
+            raise ValueError(f"dataset contains non-pre-existing variables {new_names!r}, "
+                             "which is not allowed in ``xarray.Dataset.to_zarr()`` with "
+                             "``mode='r+'``. To allow writing new variables, set ``mode='a'``.")
     variables, group_attrs = _with_user_encoding(ds, encoding)
     handles, created, strings, grown = [], [], [], []
     for name, var in variables.items():
@@ -808,21 +1036,22 @@ def _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format
             if group.holds(name):
                 raise ValueError(f"to_zarr: {path!r} exists and is not a Zarr array of the "
                                  f"group; refusing to write variable {name!r} over it")
-            enc, data, kwargs = _new_variable(name, var, fmt)
+            enc, data, kwargs = _new_variable(name, var, fmt, encoding.get(name), codec)
             if kwargs is None:
                 data = _string_data(name, data, fmt)
                 strings.append(lambda name=name, data=data, enc=enc:
-                               _write_strings(group, name, data, enc))
+                               _write_strings(group, name, data, enc, fmt))
             else:
-                handles.append(strata.to_zarr(data, path, compute=False, codec=codec,
-                                              **kwargs))
+                handles.append(strata.to_zarr(data, path, compute=False, **kwargs))
             created.append(name)
             continue
         # An existing variable: encoded as stored (xarray's rule), then
-        # appended or written into its box.
+        # appended or written into its box; "a-" appends but rewrites none.
+        if mode == "a-" and append_dim is not None and append_dim not in a.dims:
+            continue
         var = _plain_variable(name, var, _stored_encoding(a))
-        enc = xr.conventions.encode_cf_variable(var, name=name)
-        _check_existing_dims(name, enc, a, region, append_dim)
+        enc = _encode(var, name, fmt)
+        enc = _check_existing_dims(name, enc, a, region, append_dim)
         data = _encoded_data(enc)
         if append_dim is not None and append_dim in a.dims:
             where = dict(append_dim=a.dims.index(append_dim))
@@ -883,7 +1112,7 @@ def _write_existing_strings(group, name, data, where):
     """Strings (which strata has no dtype for) into an existing array, by
     zarr-python: appended along an axis or written into a box."""
     import zarr
-    z = zarr.open_array(group.mapping(name), mode="r+")
+    z = zarr.open_array(group.zarr_store(name), mode="r+")
     if "append_dim" in where:
         z.append(data, axis=where["append_dim"])
     else:
@@ -956,23 +1185,28 @@ def _string_data(name, data, zarr_format):
             raise TypeError(f"to_zarr: variable {name!r} holds Python objects that are not "
                             "strings, which strata cannot write")
         data = data.astype(str)
-    if data.dtype.kind not in "US" or zarr_format != 2:
+    if data.dtype.kind not in "US":
         raise TypeError(f"to_zarr: variable {name!r} has dtype {data.dtype}, which strata "
-                        f"cannot write{' to Zarr v3' if zarr_format == 3 else ''}")
+                        "cannot write")
     return data
 
 
-def _write_strings(group, name, data, var):
+def _write_strings(group, name, data, var, zarr_format):
     """A variable of strings (labels such as country names: in memory,
-    strata has no string dtype) written by zarr-python, as xarray writes it."""
+    strata has no string dtype) written by zarr-python, as xarray writes it
+    (one chunk; _ARRAY_DIMENSIONS in v2, dimension_names in v3)."""
     import zarr
-    z = zarr.open_array(group.mapping(name), mode="w", shape=data.shape, dtype=data.dtype,
-                        chunks=data.shape or True, fill_value=None)
+    dims = [str(d) for d in var.dims]
+    z = zarr.create_array(group.zarr_store(name), shape=data.shape, dtype=data.dtype,
+                          chunks=data.shape, fill_value=None, zarr_format=zarr_format,
+                          dimension_names=dims if zarr_format == 3 else None,
+                          overwrite=True)
     z[...] = data
     attrs = dict(var.attrs)
     attrs.pop("_FillValue", None)
     attrs = _json_attrs(attrs)
-    attrs["_ARRAY_DIMENSIONS"] = [str(d) for d in var.dims]
+    if zarr_format == 2:
+        attrs["_ARRAY_DIMENSIONS"] = dims
     z.attrs.put(attrs)
 
 

@@ -16,11 +16,15 @@ import strata
 
 distributed = pytest.importorskip("distributed")
 
+# The scheduler's HTTP server (distributed starts it even without a
+# dashboard, on 0.0.0.0:8787 by default): on loopback, on a free port.
+LOOPBACK_HTTP = "127.0.0.1:0"
+
 
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
+                                  host="127.0.0.1", dashboard_address=LOOPBACK_HTTP,
                                   silence_logs=40) as c:
         yield c
 
@@ -389,8 +393,8 @@ def test_admission_by_worker_resources():
     # the tasks never overlap (with 2 threads and no admission they would).
     spec_args = dict(allowed_mem="100MB", reserved_mem="8MB")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
-                                  host="127.0.0.1", dashboard_address=None, silence_logs=40,
-                                  resources={"strata-memory": 12e6}) as cluster, \
+                                  host="127.0.0.1", dashboard_address=LOOPBACK_HTTP,
+                                  silence_logs=40, resources={"strata-memory": 12e6}) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         spec = strata.Spec(executor="dask", client=client, **spec_args)
 
@@ -497,7 +501,7 @@ def test_tasks_run_without_the_gil():
     # The task grows until it lasts long enough to tell, however fast the
     # machine is.
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
+                                  dashboard_address=LOOPBACK_HTTP, silence_logs=40) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         spec = strata.Spec(executor="dask", client=client, allowed_mem="2GB")
         for n in (1500, 3000, 6000):

@@ -1,38 +1,23 @@
-"""strata as an xarray chunk manager (issue 19).
+"""strata as an xarray chunk manager (issue 19), through xarray's own API.
 
-xarray 2024.x and later find chunk managers through the
-`xarray.chunkmanagers` entry point group; the build writes strata's (a
-`strata-<version>.dist-info` beside the package). Debian's xarray 2023.01,
-which CI has, has no chunk managers: there the registration must change
-nothing, and these tests check that it does not.
-
-The chunk manager itself runs against a newer xarray only when one is
-given: STRATA_NEWER_XARRAY=DIR, a directory whose `xarray` package is
-xarray 2024.x (e.g. `git archive v2024.11.0 xarray | tar -x -C DIR`; it runs
-on Debian's numpy 1.24 and pandas 1.5). Then xarray_newer_checks.py runs in
-a fresh interpreter with DIR first on PYTHONPATH; otherwise that test is
-skipped, saying why."""
+xarray finds chunk managers through the `xarray.chunkmanagers` entry point
+group; the build writes strata's (a `strata-<version>.dist-info` beside the
+package). Everything here goes through xarray's own API
+(chunked_array_type="strata", .chunk, .compute, .persist, .to_zarr,
+apply_ufunc) and is checked to stay lazy until xarray computes (one strata
+compute for a whole Dataset) and to equal numpy-backed xarray."""
 import importlib.metadata
 import os
-import subprocess
-import sys
 
+import numpy as np
+import pandas as pd
 import pytest
+import xarray as xr
+from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint, list_chunkmanagers
 
 import strata
 import strata.xarray as sx
-
-xr = pytest.importorskip("xarray")
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def has_chunk_managers():
-    try:
-        from xarray.namedarray import parallelcompat  # noqa: F401
-    except ImportError:
-        return False
-    return True
+from strata._chunkmanager import StrataChunkManager
 
 
 def test_the_entry_point_is_in_the_package_metadata():
@@ -47,44 +32,155 @@ def test_the_entry_point_is_in_the_package_metadata():
     assert os.path.samefile(dist.locate_file(""), located)
 
 
-@pytest.mark.skipif(has_chunk_managers(), reason="this xarray has chunk managers: "
-                    "xarray_newer_checks.py covers it")
-def test_registration_is_a_no_op_without_chunk_managers():
-    assert "strata._chunkmanager" not in sys.modules, "nothing imports it on this xarray"
-    with pytest.raises(NotImplementedError, match="has no chunk managers"):
-        sx.chunk_manager()
-    # xarray works as before: strata arrays stay duck arrays.
-    da = xr.DataArray(strata.ones((4, 3), chunks=2), dims=("x", "y"))
-    assert isinstance((da * 2).data, strata.Array)
-    assert "strata._chunkmanager" not in sys.modules
+def dataset(rng):
+    t = rng.normal(280, 5, size=(6, 5, 8))
+    t[rng.random(t.shape) < 0.1] = np.nan
+    return xr.Dataset(
+        {"t": (("time", "lat", "lon"), t, {"units": "K"}),
+         "packed": (("time", "lat", "lon"), np.where(np.isnan(t), np.nan, np.round(t, 1))),
+         "q": (("time", "lat", "lon"), rng.integers(0, 100, size=t.shape).astype("int16")),
+         "land": (("lat", "lon"), rng.random((5, 8)) > 0.5)},
+        coords={"time": pd.date_range("2020-01-01", periods=6, freq="6h"),
+                "lat": np.linspace(-50, 50, 5), "lon": np.arange(8) * 45.0,
+                "country": ("lon", np.array(list("abcdabcd")))},
+        attrs={"title": "test"})
 
 
-def newer_xarray():
-    """The directory of a newer xarray, or a reason to skip."""
-    path = os.environ.get("STRATA_NEWER_XARRAY")
-    if not path:
-        return None, ("STRATA_NEWER_XARRAY is not set: give it a directory holding xarray "
-                      "2024.x (e.g. v2024.11.0's source) to run the chunk manager against it; "
-                      "this machine's xarray (Debian's 2023.01) has no chunk managers")
-    if not os.path.isfile(os.path.join(path, "xarray", "namedarray", "parallelcompat.py")):
-        return None, (f"STRATA_NEWER_XARRAY={path} holds no xarray with chunk managers "
-                      "(xarray/namedarray/parallelcompat.py)")
-    return path, None
+ENCODING = {"t": {"chunks": (2, 5, 4)},
+            "packed": {"dtype": "int16", "scale_factor": 0.1, "add_offset": 280.0,
+                       "_FillValue": -32768, "chunks": (3, 5, 8)}}
 
 
-def test_chunk_manager_on_a_newer_xarray(tmp_path):
-    path, reason = newer_xarray()
-    if path is None:
-        pytest.skip(reason)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([path] + [p for p in
-                                                  env.get("PYTHONPATH", "").split(os.pathsep)
-                                                  if p])
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-         "--basetemp", str(tmp_path / "pytest"), os.path.join(HERE, "xarray_newer_checks.py")],
-        cwd=HERE, env=env, capture_output=True, text=True, timeout=850)
-    print(proc.stdout[-20000:])
-    print(proc.stderr[-5000:], file=sys.stderr)
-    assert proc.returncode == 0, proc.stdout[-5000:]
-    assert " passed" in proc.stdout and " failed" not in proc.stdout
+def assert_strata(ds, names):
+    for name in names:
+        assert isinstance(ds[name].variable._data, strata.Array), (name, type(ds[name].data))
+
+
+def test_strata_is_a_registered_chunk_manager():
+    managers = list_chunkmanagers()
+    assert isinstance(managers["strata"], StrataChunkManager)
+    assert isinstance(managers["strata"], ChunkManagerEntrypoint)
+    assert isinstance(sx.chunk_manager(), StrataChunkManager)
+    # The instance works where the entry point is not installed.
+    da = xr.DataArray([1.0, 2.0, 3.0], dims="x").chunk(x=2, chunked_array_type=sx.chunk_manager())
+    assert isinstance(da.data, strata.Array) and da.chunksizes == {"x": (2, 1)}
+
+
+def test_chunk_compute_and_persist(rng, computes):
+    ds = dataset(rng)
+    spec = strata.Spec(allowed_mem="50MB")
+    chunked = ds.chunk({"time": 2, "lon": 4}, chunked_array_type="strata",
+                       from_array_kwargs={"spec": spec})
+    assert_strata(chunked, ["t", "packed", "q", "land"])
+    assert chunked.t.data.chunksize == (2, 5, 4)
+    assert chunked.t.data.spec.allowed_mem == 50_000_000
+    assert chunked.chunksizes["time"] == (2, 2, 2)
+    derived = xr.Dataset({"anom": chunked.t - chunked.t.mean("time"),
+                          "wind": np.sqrt(chunked.t ** 2 + chunked.packed ** 2),
+                          "masked": chunked.t.where(chunked.land),
+                          "sel": chunked.t.sel(lat=10.0, method="nearest")})
+    assert_strata(derived, ["anom", "wind", "masked", "sel"])
+    assert computes.n == 0, "still lazy"
+    got = derived.compute()
+    assert computes.n == 1, "xarray's compute() is one strata compute"
+    expected = xr.Dataset({"anom": ds.t - ds.t.mean("time"),
+                           "wind": np.sqrt(ds.t ** 2 + ds.packed ** 2),
+                           "masked": ds.t.where(ds.land),
+                           "sel": ds.t.sel(lat=10.0, method="nearest")})
+    xr.testing.assert_allclose(got, expected)
+    computes.reset()
+    kept = derived.persist()
+    assert computes.n == 1
+    assert_strata(kept, ["anom", "wind"])
+    xr.testing.assert_allclose((kept.anom * 2).compute(), expected.anom * 2)
+    # A DataArray, .values and .load().
+    da = xr.DataArray(np.arange(12.0).reshape(3, 4), dims=("x", "y"))
+    c = da.chunk({"x": 2}, chunked_array_type="strata")
+    assert isinstance(c.data, strata.Array) and c.chunks == ((2, 1), (4,))
+    assert c.chunk({"y": 2}).data.chunksize == (2, 2), "a rechunk keeps the other axes"
+    np.testing.assert_array_equal((c + 1).values, da.values + 1)
+    np.testing.assert_array_equal(c.load().values, da.values)
+    assert isinstance(c.data, np.ndarray), "load() computed it in place"
+
+
+def test_open_zarr_with_chunked_array_type_strata(tmp_path, rng, computes):
+    ds = dataset(rng)
+    path = str(tmp_path / "ds.zarr")
+    ds.to_zarr(path, encoding=ENCODING)
+    computes.reset()
+    ours = xr.open_zarr(path, chunked_array_type="strata", chunks={})
+    assert computes.n == 0, "nothing is read until a compute"
+    assert_strata(ours, ["t", "packed", "q", "land"])
+    assert ours.t.data.chunksize == (2, 5, 4), "the stored chunks"
+    assert ours.packed.encoding["scale_factor"] == 0.1
+    expected = xr.open_zarr(path, chunks=None).compute()
+    got = ours.compute()
+    assert computes.n == 1
+    xr.testing.assert_identical(got, expected)
+    # Blocks read through xarray's backend stay within their projection.
+    spec = strata.Spec(allowed_mem="20MB", reserved_mem="1MB")
+    ours = xr.open_zarr(path, chunked_array_type="strata", chunks={"time": 3, "lon": -1},
+                        from_array_kwargs={"spec": spec})
+    assert ours.t.data.chunksize == (3, 5, 8)
+    hist = strata.HistoryCallback()
+    strata.compute(ours.t.data, ours.packed.data, callbacks=[hist])
+    reads = [t for t in hist.tasks if t["op"].startswith("from_array-xarray")]
+    assert len(reads) == 4
+    for t in hist.tasks:
+        assert 0 < t["measured_peak_mem"] <= t["projected_mem"] <= 20_000_000, t
+    xr.testing.assert_allclose(ours.mean("time").compute(), expected.mean("time"))
+    # strata's own reader (C++ reads, CF decoding as strata ops) agrees.
+    xr.testing.assert_identical(sx.open_zarr(path).strata.compute(), expected)
+
+
+def test_to_zarr_region_and_append_through_xarray(tmp_path, rng, computes):
+    ds = dataset(rng)
+    chunked = ds.chunk({"time": 2}, chunked_array_type="strata")
+    out, ref = str(tmp_path / "out.zarr"), str(tmp_path / "ref.zarr")
+    computes.reset()
+    chunked.to_zarr(out)
+    assert computes.n == 1, "every variable written in one strata compute"
+    ds.to_zarr(ref)
+    xr.testing.assert_identical(xr.open_zarr(out).compute(), xr.open_zarr(ref).compute())
+    # Region backfill and append, xarray deciding the regions.
+    patch = (ds.isel(time=slice(2, 4)) + 1).drop_vars(["lat", "lon", "land", "country"])
+    patch.chunk(chunked_array_type="strata").to_zarr(out, region={"time": slice(2, 4)})
+    patch.to_zarr(ref, region={"time": slice(2, 4)})
+    more = dataset(rng).assign_coords(time=pd.date_range("2020-01-03", periods=6, freq="6h"))
+    more.chunk({"time": 4}, chunked_array_type="strata").to_zarr(out, append_dim="time")
+    more.to_zarr(ref, append_dim="time")
+    xr.testing.assert_identical(xr.open_zarr(out).compute(), xr.open_zarr(ref).compute())
+
+
+def test_apply_ufunc_and_map_blocks(rng):
+    ds = dataset(rng)
+    c = ds.t.chunk({"time": 2}, chunked_array_type="strata")
+    r = xr.apply_ufunc(np.sin, c, dask="parallelized", output_dtypes=[np.float64])
+    assert isinstance(r.data, strata.Array)
+    xr.testing.assert_allclose(r.compute(), np.sin(ds.t))
+    r = xr.apply_ufunc(lambda a, b: a * b, c, 2.0, dask="parallelized",
+                       output_dtypes=[np.float64])
+    xr.testing.assert_allclose(r.compute(), ds.t * 2.0)
+    # xarray's CF coders map chunked data through the manager's map_blocks.
+    from xarray.coding.variables import lazy_elemwise_func
+    r = lazy_elemwise_func(c.data, lambda a: a * 0.5 + 1, np.dtype("float64"))
+    assert isinstance(r, strata.Array)
+    np.testing.assert_allclose(r.compute(), ds.t.values * 0.5 + 1)
+    with pytest.raises(NotImplementedError, match="drop_axis"):
+        sx.chunk_manager().map_blocks(np.sum, c.data, dtype="float64", drop_axis=0)
+    with pytest.raises(NotImplementedError, match="keep the block shape"):
+        xr.apply_ufunc(np.mean, c.chunk({"lon": -1}), input_core_dims=[["lon"]],
+                       kwargs={"axis": -1}, dask="parallelized", output_dtypes=[np.float64])
+
+
+def test_strata_accessor_on_the_newer_xarray(tmp_path, rng):
+    ds = dataset(rng)
+    path = str(tmp_path / "ds.zarr")
+    ds.to_zarr(path, encoding=ENCODING)
+    lazy = sx.open_zarr(path)
+    means = lazy.t.strata.groupby("country").mean()
+    xr.testing.assert_allclose(means.strata.compute(), ds.t.groupby("country").mean())
+    out = str(tmp_path / "out.zarr")
+    (lazy[["t", "q"]] * 2).strata.to_zarr(out)
+    xr.testing.assert_identical(xr.open_zarr(out).compute(),
+                                xr.open_zarr(path)[["t", "q"]].compute() * 2)

@@ -63,18 +63,24 @@ def test_upload_and_download_are_byte_for_byte(s3, tmp_path, rng):
 
 # ---------------------------------------------------------------- open_zarr
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("consolidated", [True, False])
-def test_open_zarr_of_xarray_written_dataset_on_s3(s3, tmp_path, rng, computes, consolidated):
+def test_open_zarr_of_xarray_written_dataset_on_s3(s3, tmp_path, rng, computes, consolidated,
+                                                   zarr_format):
     ds = xarray_dataset(rng).assign_coords(
         country=("lon", np.array(["fr", "de", "fr", "it", "de", "fr", "es", "pt"])))
     ds.packed.encoding = {"dtype": "int16", "scale_factor": 0.1, "add_offset": 2800.0,
                           "_FillValue": -32768}
     ds.t.encoding = {"chunks": (2, 5, 4)}
     local = str(tmp_path / "ds.zarr")
-    ds.to_zarr(local, consolidated=consolidated)
+    ds.to_zarr(local, consolidated=consolidated, zarr_format=zarr_format)
     url = f"{s3}/ds.zarr"
     upload(local, url)
-    assert (".zmetadata" in objects(url)) == consolidated
+    if zarr_format == 2:
+        assert (".zmetadata" in objects(url)) == consolidated
+    else:
+        group = json.loads(objects(url)["zarr.json"])
+        assert ("consolidated_metadata" in group) == consolidated
     computes.reset()
     ours = sx.open_zarr(url)
     assert computes.n == 5, "the numeric coordinates are read now, one compute each"
