@@ -52,7 +52,7 @@ CLUSTER = r'''
 import json, os, sys, distributed
 if __name__ == "__main__":
     cluster = distributed.LocalCluster(n_workers=2, processes=True, host="127.0.0.1",
-                                       dashboard_address=None)
+                                       dashboard_address="127.0.0.1:0")  # HTTP on loopback only
     client = distributed.Client(cluster)
     pids = client.run(os.getpid)
     dirs = client.run(lambda dask_worker: dask_worker.local_directory)
