@@ -7,6 +7,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+
+#include "strata/core/dtype_dispatch.h"
+#include "strata/storage/zarr/base64.h"
 
 namespace strata {
 namespace {
@@ -53,32 +57,6 @@ Result<Json> ParseAttributes(const std::string& text, std::string_view name) {
   return j;
 }
 
-std::optional<std::vector<std::byte>> Base64Decode(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::vector<std::byte> out;
-  uint32_t bits = 0;
-  int count = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    const int v = value(c);
-    if (v < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<uint32_t>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<std::byte>((bits >> count) & 0xff));
-    }
-  }
-  return out;
-}
-
 // A number attribute: a JSON number, "NaN"/"Infinity"/"-Infinity", or (as
 // xarray writes a float _FillValue in Zarr v3) the base64 of a float64.
 Result<double> AttributeNumber(const Json& v, std::string_view name, std::string_view attribute) {
@@ -106,127 +84,107 @@ Result<double> AttributeNumber(const Json& v, std::string_view name, std::string
                                           v.dump()));
 }
 
+bool IsIntegerId(DTypeId id) { return DType(id).is_integer(); }
+
+bool IsConvertible(DType d) { return d.is_integer() || d.is_float(); }
+
+// Calls f(TypeTag<T>) with the element type of a dtype the conversions know
+// (bool, the integers, float32, float64); returns `otherwise` for any other
+// (complex, float16, fixed-length), which VisitDType would not take.
+template <typename R, typename F>
+R VisitConvertible(DTypeId id, R otherwise, F&& f) {
+  const DType d(id);
+  if (!d.is_bool() && !IsConvertible(d)) return otherwise;
+  return VisitDType(d, [&](auto tag) -> R {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsComplex<T>) {
+      return otherwise;
+    } else {
+      return f(tag);
+    }
+  });
+}
+
+template <typename T>
+T LoadElement(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
 // One stored element as a double (exact for integers up to 2^53).
 double LoadNumber(DTypeId id, const std::byte* p) {
-  auto load = [p]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return static_cast<double>(v);
-  };
-  switch (id) {
-    case DTypeId::kBool: return load(uint8_t{}) != 0 ? 1.0 : 0.0;
-    case DTypeId::kInt8: return load(int8_t{});
-    case DTypeId::kInt16: return load(int16_t{});
-    case DTypeId::kInt32: return load(int32_t{});
-    case DTypeId::kInt64: return load(int64_t{});
-    case DTypeId::kUInt8: return load(uint8_t{});
-    case DTypeId::kUInt16: return load(uint16_t{});
-    case DTypeId::kUInt32: return load(uint32_t{});
-    case DTypeId::kUInt64: return load(uint64_t{});
-    case DTypeId::kFloat32: return load(float{});
-    case DTypeId::kFloat64: return load(double{});
-    default: return std::numeric_limits<double>::quiet_NaN();
-  }
+  return VisitConvertible(id, std::numeric_limits<double>::quiet_NaN(), [p](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      return std::to_integer<uint8_t>(*p) != 0 ? 1.0 : 0.0;  // any nonzero byte is true
+    } else {
+      return static_cast<double>(LoadElement<T>(p));
+    }
+  });
 }
 
-bool IsIntegerId(DTypeId id) {
-  switch (id) {
-    case DTypeId::kInt8: case DTypeId::kInt16: case DTypeId::kInt32: case DTypeId::kInt64:
-    case DTypeId::kUInt8: case DTypeId::kUInt16: case DTypeId::kUInt32: case DTypeId::kUInt64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool IsConvertible(DType d) { return IsIntegerId(d.id()) || d.is_float(); }
-
-// The range of an integer dtype, as doubles (the int64/uint64 bounds are
-// exact powers of two, so `v < hi_exclusive` is the right test).
+// The range of an integer dtype, as doubles: [lo, hi_exclusive), both
+// powers of two and so exact; (-inf, inf) for the others.
 void IntegerRange(DTypeId id, double& lo, double& hi_exclusive) {
-  switch (id) {
-    case DTypeId::kInt8: lo = -128.0; hi_exclusive = 128.0; return;
-    case DTypeId::kInt16: lo = -32768.0; hi_exclusive = 32768.0; return;
-    case DTypeId::kInt32: lo = -2147483648.0; hi_exclusive = 2147483648.0; return;
-    case DTypeId::kInt64: lo = -9223372036854775808.0; hi_exclusive = 9223372036854775808.0; return;
-    case DTypeId::kUInt8: lo = 0; hi_exclusive = 256.0; return;
-    case DTypeId::kUInt16: lo = 0; hi_exclusive = 65536.0; return;
-    case DTypeId::kUInt32: lo = 0; hi_exclusive = 4294967296.0; return;
-    case DTypeId::kUInt64: lo = 0; hi_exclusive = 18446744073709551616.0; return;
-    default: lo = -INFINITY; hi_exclusive = INFINITY; return;
-  }
+  lo = -INFINITY;
+  hi_exclusive = INFINITY;
+  if (!IsIntegerId(id)) return;
+  VisitConvertible(id, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    hi_exclusive = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    lo = std::is_signed_v<T> ? -hi_exclusive : 0.0;
+    return 0;
+  });
 }
 
-// Stores `v` (already checked to fit) as dtype `id`.
+// Stores `v` (already checked to fit) as dtype `id` (not bool).
 void StoreNumber(DTypeId id, double v, std::byte* p) {
-  auto store = [p]<typename T>(T x) { std::memcpy(p, &x, sizeof(T)); };
-  switch (id) {
-    case DTypeId::kInt8: store(static_cast<int8_t>(v)); return;
-    case DTypeId::kInt16: store(static_cast<int16_t>(v)); return;
-    case DTypeId::kInt32: store(static_cast<int32_t>(v)); return;
-    case DTypeId::kInt64: store(static_cast<int64_t>(v)); return;
-    case DTypeId::kUInt8: store(static_cast<uint8_t>(v)); return;
-    case DTypeId::kUInt16: store(static_cast<uint16_t>(v)); return;
-    case DTypeId::kUInt32: store(static_cast<uint32_t>(v)); return;
-    case DTypeId::kUInt64: store(static_cast<uint64_t>(v)); return;
-    case DTypeId::kFloat32: store(static_cast<float>(v)); return;
-    case DTypeId::kFloat64: store(v); return;
-    default: return;
-  }
+  VisitConvertible(id, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T x = static_cast<T>(v);
+      std::memcpy(p, &x, sizeof(T));
+    }
+    return 0;
+  });
 }
 
 // Integer elements as int64 exactly (uint64 past int64's range: nullopt).
 std::optional<int64_t> LoadInteger(DTypeId id, const std::byte* p) {
-  auto load = [p]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return v;
-  };
-  switch (id) {
-    case DTypeId::kInt8: return load(int8_t{});
-    case DTypeId::kInt16: return load(int16_t{});
-    case DTypeId::kInt32: return load(int32_t{});
-    case DTypeId::kInt64: return load(int64_t{});
-    case DTypeId::kUInt8: return load(uint8_t{});
-    case DTypeId::kUInt16: return load(uint16_t{});
-    case DTypeId::kUInt32: return load(uint32_t{});
-    case DTypeId::kUInt64: {
-      uint64_t v = load(uint64_t{});
+  if (!IsIntegerId(id)) return std::nullopt;
+  return VisitConvertible(id, std::optional<int64_t>(), [p](auto tag) -> std::optional<int64_t> {
+    using T = typename decltype(tag)::type;
+    const T v = LoadElement<T>(p);
+    if constexpr (std::is_same_v<T, uint64_t>) {
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-      return static_cast<int64_t>(v);
     }
-    default: return std::nullopt;
-  }
+    return static_cast<int64_t>(v);
+  });
 }
 
-// Whether the integer `q` fits dtype `id`.
+// Whether the integer `q` fits dtype `id` (an integer dtype).
 bool IntegerFits(DTypeId id, int64_t q) {
-  switch (id) {
-    case DTypeId::kInt8: return q >= INT8_MIN && q <= INT8_MAX;
-    case DTypeId::kInt16: return q >= INT16_MIN && q <= INT16_MAX;
-    case DTypeId::kInt32: return q >= INT32_MIN && q <= INT32_MAX;
-    case DTypeId::kInt64: return true;
-    case DTypeId::kUInt8: return q >= 0 && q <= UINT8_MAX;
-    case DTypeId::kUInt16: return q >= 0 && q <= UINT16_MAX;
-    case DTypeId::kUInt32: return q >= 0 && q <= static_cast<int64_t>(UINT32_MAX);
-    case DTypeId::kUInt64: return q >= 0;
-    default: return false;
-  }
+  if (!IsIntegerId(id)) return false;
+  return VisitConvertible(id, false, [q](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_signed_v<T>) {
+      return q >= std::numeric_limits<T>::min() && q <= std::numeric_limits<T>::max();
+    } else {
+      return q >= 0 && static_cast<uint64_t>(q) <= std::numeric_limits<T>::max();
+    }
+  });
 }
 
+// Stores the integer `q` (already checked to fit) as integer dtype `id`.
 void StoreInteger(DTypeId id, int64_t q, std::byte* p) {
-  auto store = [p]<typename T>(T x) { std::memcpy(p, &x, sizeof(T)); };
-  switch (id) {
-    case DTypeId::kInt8: store(static_cast<int8_t>(q)); return;
-    case DTypeId::kInt16: store(static_cast<int16_t>(q)); return;
-    case DTypeId::kInt32: store(static_cast<int32_t>(q)); return;
-    case DTypeId::kInt64: store(q); return;
-    case DTypeId::kUInt8: store(static_cast<uint8_t>(q)); return;
-    case DTypeId::kUInt16: store(static_cast<uint16_t>(q)); return;
-    case DTypeId::kUInt32: store(static_cast<uint32_t>(q)); return;
-    case DTypeId::kUInt64: store(static_cast<uint64_t>(q)); return;
-    default: return;
-  }
+  if (!IsIntegerId(id)) return;
+  VisitConvertible(id, 0, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T x = static_cast<T>(q);
+    std::memcpy(p, &x, sizeof(T));
+    return 0;
+  });
 }
 
 bool SameNumber(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
