@@ -26,8 +26,8 @@ The workload is examples/weather_features.py's, imported (never copied):
             strata.Spec(allowed_mem=--allowed-mem, work_dir=...) and Strata's
             defaults otherwise (workers = the available cores), and a
             strata.diagnostics.HistoryCallback on the compute;
-  dask      run_dask(): xr.open_zarr(chunks={}), the same xarray calls, Debian's
-            python3-dask as its users run it (threaded scheduler, its default
+  dask      run_dask(): xr.open_zarr(chunks={}), the same xarray calls, the
+            lock's Dask as its users run it (threaded scheduler, its default
             worker count: recorded under dask_defaults). Its process never
             loads strata: the example's `import strata` gets a stand-in.
 Each run is a fresh .venv/bin/python process measured by the protocol (wall
@@ -259,13 +259,6 @@ def main():
             b.doc["dask_defaults"] = P.dask_defaults()
             b.doc["packages"] = P.python_package_versions("numpy", "pandas", "xarray", "dask",
                                                           "zarr")
-            # Debian's xarray says its __version__ is "999": the packages' versions too.
-            deb = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version}\n"] +
-                                 [f"python3-{n}" for n in ("numpy", "pandas", "xarray", "dask",
-                                                           "zarr")],
-                                 capture_output=True, text=True)
-            b.doc["debian_packages"] = dict(l.split(" ", 1) for l in deb.stdout.splitlines()
-                                            if " " in l)
             b.doc["work_dir"] = work_dir
             b.doc["keep_data"] = args.keep_data
             src, ds = prepare_dataset(py, env, args, size, allowed, work_dir)

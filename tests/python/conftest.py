@@ -1,8 +1,8 @@
 """Fixtures for the `strata` package's own suites.
 
-Run by ctest (tests/CMakeLists.txt) with Debian's interpreter and the build
+Run by ctest (tests/CMakeLists.txt) with the .venv's interpreter and the build
 tree's package on PYTHONPATH; by hand:
-    PYTHONPATH=build/release/python /usr/bin/python3 -m pytest tests/python
+    PYTHONPATH=build/release/python .venv/bin/python -m pytest tests/python
 (the debug build's module is ASan-instrumented: it needs
 LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
 and ASAN_OPTIONS=detect_leaks=0, as tests/CMakeLists.txt sets).

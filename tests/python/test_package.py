@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-import zarr  # python3-zarr, from scripts/install-deps.sh
+import zarr  # zarr-python 3, from the lock (requirements/dev.txt)
 
 import strata
 from conftest import assert_eq
