@@ -462,63 +462,23 @@ TEST(S3StoreFaultTest, ServerStoppedMidRunRetriesThenNamesTheEndpoint) {
   EXPECT_THAT(std::string(reopened.status().message()), HasSubstr(endpoint));
 }
 
-// A one-connection-at-a-time HTTP server on 127.0.0.1 that answers every
-// request with the next canned response (the last one repeats), for the
+// An HTTP server on 127.0.0.1 (s3_test_util's FakeHttpServer) that answers
+// every request with the next canned reply (the last one repeats), for the
 // server behaviours s3rver cannot be made to show (throttling, 5xx).
 class CannedHttpServer {
  public:
-  explicit CannedHttpServer(std::vector<std::string> responses) : responses_(std::move(responses)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    STRATA_CHECK(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    STRATA_CHECK(::listen(fd_, 16) == 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~CannedHttpServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  std::string endpoint() const { return fmt::format("http://127.0.0.1:{}", port_); }
-  int requests() const { return served_.load(); }
-
-  static std::string Response(int status, std::string_view reason, std::string_view body) {
-    return fmt::format("HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                       status, reason, body.size(), body);
-  }
+  explicit CannedHttpServer(std::vector<FakeHttpServer::Reply> replies)
+      : replies_(std::move(replies)), server_([this](const FakeHttpServer::Request&) {
+          const size_t i = served_++;
+          return replies_[std::min(i, replies_.size() - 1)];
+        }) {}
+  std::string endpoint() const { return server_.endpoint(); }
+  int requests() const { return static_cast<int>(served_.load()); }
 
  private:
-  void Serve() {
-    while (!stop_) {
-      int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) return;
-      std::string request;
-      char buf[4096];
-      while (request.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = ::read(client, buf, sizeof(buf));
-        if (n <= 0) break;
-        request.append(buf, static_cast<size_t>(n));
-      }
-      int i = served_++;
-      const std::string& reply = responses_[std::min<size_t>(i, responses_.size() - 1)];
-      ssize_t ignored = ::write(client, reply.data(), reply.size());
-      (void)ignored;
-      ::close(client);
-    }
-  }
-
-  std::vector<std::string> responses_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> served_{0};
-  std::thread thread_;
+  const std::vector<FakeHttpServer::Reply> replies_;
+  std::atomic<size_t> served_{0};
+  FakeHttpServer server_;  // last: its thread serves from the members above
 };
 
 S3Store::Options CannedOptions(const CannedHttpServer& server) {
@@ -539,10 +499,10 @@ const char* kSlowDown =
     "</Message></Error>";
 
 TEST(S3StoreFaultTest, ThrottlingIsRetried) {
-  CannedHttpServer server({CannedHttpServer::Response(200, "OK", kEmptyListing),
-                           CannedHttpServer::Response(503, "Slow Down", kSlowDown),
-                           CannedHttpServer::Response(500, "Internal", ""),
-                           CannedHttpServer::Response(200, "OK", "payload")});
+  CannedHttpServer server({FakeHttpServer::Reply{200, kEmptyListing},
+                           FakeHttpServer::Reply{503, kSlowDown},
+                           FakeHttpServer::Reply{500, ""},
+                           FakeHttpServer::Reply{200, "payload"}});
   auto store = NewStore(CannedOptions(server));
   Result<Buffer> got = store->Get("k", *MemoryPool::Default());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -551,8 +511,8 @@ TEST(S3StoreFaultTest, ThrottlingIsRetried) {
 }
 
 TEST(S3StoreFaultTest, PersistentThrottlingGivesUpWithTheStatus) {
-  CannedHttpServer server({CannedHttpServer::Response(200, "OK", kEmptyListing),
-                           CannedHttpServer::Response(503, "Slow Down", kSlowDown)});
+  CannedHttpServer server({FakeHttpServer::Reply{200, kEmptyListing},
+                           FakeHttpServer::Reply{503, kSlowDown}});
   auto store = NewStore(CannedOptions(server));
   Status s = store->Set("a.zarr/0.0", "v");
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
@@ -564,10 +524,9 @@ TEST(S3StoreFaultTest, PersistentThrottlingGivesUpWithTheStatus) {
 
 TEST(S3StoreFaultTest, ClientErrorsAreNotRetried) {
   CannedHttpServer server(
-      {CannedHttpServer::Response(200, "OK", kEmptyListing),
-       CannedHttpServer::Response(403, "Forbidden",
-                                  "<Error><Code>AccessDenied</Code><Message>Access Denied</Message>"
-                                  "</Error>")});
+      {FakeHttpServer::Reply{200, kEmptyListing},
+       FakeHttpServer::Reply{403, "<Error><Code>AccessDenied</Code><Message>Access Denied</Message>"
+                                  "</Error>"}});
   auto store = NewStore(CannedOptions(server));
   Status s = store->Set("k", "v");
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
@@ -577,11 +536,7 @@ TEST(S3StoreFaultTest, ClientErrorsAreNotRetried) {
 }
 
 TEST(S3StoreFaultTest, ConnectionRefusedIsUnavailable) {
-  int port;
-  {
-    CannedHttpServer closed({CannedHttpServer::Response(200, "OK", "")});
-    port = std::stoi(closed.endpoint().substr(closed.endpoint().rfind(':') + 1));
-  }
+  const int port = FakeHttpServer::ClosedPort();
   S3Store::Options options;
   options.bucket = "b";
   options.endpoint = fmt::format("http://127.0.0.1:{}", port);
