@@ -320,9 +320,12 @@ class _Run:
 
     def _failed(self, future):
         op, block = self.task_of[str(future.key)]
-        if future.status == "cancelled":
+        if future.status == "cancelled" and self.client.status != "running":
             raise RuntimeError("compute: the Dask tasks were cancelled (was the "
                                "distributed.Client closed during the compute?)")
+        # With the client running, a cancelled future is one distributed 2026
+        # gave up on when a killed worker took an input it could not
+        # recompute (a block whose future was released): lost like the others.
         # A future whose worker died after finishing it comes back lost (no
         # exception): the block is gone with the worker, as for KilledWorker.
         exc = future.exception() if future.status == "error" else None
