@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "strata/storage/s3_store_internal.h"
+#include "strata/storage/s3/s3_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::internal_storage;

@@ -13,6 +13,7 @@
 #include "strata/core/dtype_dispatch.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/core/synthetic.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "strata/api/dtype_info.h"
-#include "strata/api/numpy_oracle.h"
-#include "strata/api/test_util.h"
+#include "strata/api/numpy_oracle_test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/strata.h"
 
 namespace strata {

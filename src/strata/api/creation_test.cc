@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 

@@ -1,7 +1,10 @@
 // End-to-end tests of the engine through the public API: results against
 // single-chunk references over many chunkings, identical bytes across
 // executors and with fusion on and off, the memory contract, and bad input.
-// The suite runs on the threads and the processes executor.
+// The suite runs on the inline, threads and processes executors (the ones a
+// gtest binary can start). The mpi executor runs the engine's operations under
+// mpirun (runtime/mpi_test.cc) and the dask executor on a LocalCluster
+// (tests/python/test_dask.py).
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,9 +13,10 @@
 
 #include <gtest/gtest.h>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/core/synthetic.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 
@@ -46,7 +50,8 @@ class EngineTest : public ::testing::TestWithParam<ExecutorKind> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Executors, EngineTest,
-                         ::testing::Values(ExecutorKind::kThreads, ExecutorKind::kProcesses),
+                         ::testing::Values(ExecutorKind::kInline, ExecutorKind::kThreads,
+                                           ExecutorKind::kProcesses),
                          [](const auto& info) { return std::string(ExecutorName(info.param)); });
 
 // Reference: the synthetic array of `shape` as one NDArray.

@@ -443,7 +443,7 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
                                   : *state_elements * sdt.size();
   {
     const ResolvedSpec spec = ResolveSpecLocally(*x.spec());
-    const int64_t budget = TaskBudget(spec);
+    const int64_t budget = spec.task_budget();
     if (states_at_once * state_block_bytes > budget) {
       const std::string merge =
           states_at_once > 1
@@ -567,18 +567,7 @@ Array GroupbyReduce(const Array& x, const GroupLabels& labels_in, int axis_in, R
       map.axes.push_back(AxisMap::Identity(a, state.chunks().grid_shape()[a]));
     }
     BlockFunction fn = [kernel, sdt, axes0](const BlockRequest& r) -> Result<NDArray> {
-      const auto& blocks = r.inputs[0];
-      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
-      if (blocks.size() == 1) {
-        kernel->Combine(blocks[0].view, axes0, out.view());
-        return out;
-      }
-      // The blocks are consecutive along axis 0 and equal on the others.
-      Box region = blocks.front().box;
-      region.shape[0] = blocks.back().box.end(0) - region.origin[0];
-      STRATA_ASSIGN_OR_RETURN(NDArray gathered, Assemble(r, 0, region, sdt));
-      kernel->Combine(gathered.view(), axes0, out.view());
-      return out;
+      return CombineStates(r, *kernel, axes0, sdt);
     };
     const int64_t gathered = std::min<Index>(split, n) * state_block_bytes;
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), GridFromSizes(sizes).shape(),

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "strata/api/internal.h"
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"

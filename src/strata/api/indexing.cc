@@ -18,6 +18,7 @@
 
 #include "strata/api/creation.h"
 #include "strata/api/internal.h"
+#include "strata/plan/memory_model.h"
 
 namespace strata {
 
@@ -28,12 +29,24 @@ namespace {
 
 constexpr Index kNoLimit = std::numeric_limits<Index>::max();
 
-// Input blocks a task can hold beside an output block of `out_bytes`, keeping
-// one input block's worth spare for decoding copies and ragged edges.
-Index MaxInputBlocks(const Array& x, int64_t out_bytes) {
+// What a task gathering `blocks` (>= 1) input blocks of x into an output
+// block holds at its peak: the output block (no larger than x's) beside the
+// input blocks and one block's worth spare (decoding copies, ragged edges, the
+// scratch of an input computed in the task), and never less than the memory
+// model's gather of a leaf: the blocks held and the last one read
+// (LeafReadBytes: a Zarr chunk beside every copy its codecs make).
+int64_t GatherTaskBytes(const Array& x, int64_t blocks) {
   const int64_t in_bytes = std::max<int64_t>(1, x.node()->max_block_bytes());
-  const int64_t budget = internal_api::TaskMemoryBudget(*x.spec());
-  return std::max<int64_t>(1, (budget - out_bytes - in_bytes) / in_bytes);
+  return std::max(x.node()->max_block_bytes() + (blocks + 1) * in_bytes,
+                  (blocks - 1) * in_bytes + LeafReadBytes(*x.node()));
+}
+
+// The most input blocks a task can gather (at least 1): GatherTaskBytes
+// grows by one input block a block.
+Index MaxInputBlocks(const Array& x) {
+  const int64_t in_bytes = std::max<int64_t>(1, x.node()->max_block_bytes());
+  const int64_t spare = internal_api::TaskMemoryBudget(*x.spec()) - GatherTaskBytes(x, 1);
+  return std::max<int64_t>(1, spare / in_bytes + 1);
 }
 
 // The output block sizes and, per output block, the sorted distinct input
@@ -304,28 +317,33 @@ Array getitem(const Array& x, std::vector<IndexItem> items) {
   if (identity) return x;
   if (NumElements(out_shape) == 0) return EmptySelection(x, out_shape, nominal);
 
-  // Group each selected axis; while a task would not fit, halve the input
-  // blocks allowed along the axis that reads the most.
+  // Group each selected axis; while a task would not fit (GatherTaskBytes),
+  // the input blocks allowed along an axis are halved (FitChunksToBudget over
+  // those limits).
   const ChunkGrid& grid = x.chunks();
-  std::vector<Index> limit(rank, kNoLimit);
   std::vector<AxisGrouping> groups(rank);
+  Shape limit(rank, 1);
   for (int d = 0; d < rank; ++d) {
-    if (!(*axes)[d].drop) groups[d] = GroupAxis(grid, d, (*axes)[d], limit[d]);
+    if ((*axes)[d].drop) continue;
+    groups[d] = GroupAxis(grid, d, (*axes)[d], kNoLimit);
+    limit[d] = std::max<Index>(1, groups[d].max_row);
   }
-  const int64_t out_bytes = x.node()->max_block_bytes();  // output blocks are no larger
-  const Index max_blocks = MaxInputBlocks(x, out_bytes);
-  while (true) {
-    Index total = 1;
-    int widest = -1;
+  auto task_bytes = [&](const Shape& limits) {
+    int64_t blocks = 1;
     for (int d = 0; d < rank; ++d) {
       if ((*axes)[d].drop) continue;
-      total = total > max_blocks ? total : total * groups[d].max_row;
-      if (widest < 0 || groups[d].max_row > groups[widest].max_row) widest = d;
+      if (limits[d] != limit[d]) {
+        groups[d] = GroupAxis(grid, d, (*axes)[d], limits[d]);
+        limit[d] = limits[d];
+      }
+      // Saturates: far past any budget is as good as any larger count.
+      blocks = std::min<int64_t>(blocks * groups[d].max_row, int64_t{1} << 40);
     }
-    if (total <= max_blocks || widest < 0 || groups[widest].max_row <= 1) break;
-    limit[widest] = groups[widest].max_row / 2;
-    groups[widest] = GroupAxis(grid, widest, (*axes)[widest], limit[widest]);
-  }
+    return GatherTaskBytes(x, blocks);
+  };
+  const Shape fitted =
+      FitChunksToBudget(limit, {}, task_bytes, internal_api::TaskMemoryBudget(*x.spec())).chunks;
+  task_bytes(fitted);  // the groups of the limits chosen
 
   std::vector<std::vector<Index>> sizes;
   InputMap map;
@@ -358,7 +376,7 @@ Array take(const Array& x, std::vector<Index> indices, int axis_in) {
   if (NumElements(out_shape) == 0) return EmptySelection(x, out_shape, x.chunksize());
 
   const ChunkGrid& grid = x.chunks();
-  Grouper grouper(grid.chunk_shape()[axis], MaxInputBlocks(x, x.node()->max_block_bytes()));
+  Grouper grouper(grid.chunk_shape()[axis], MaxInputBlocks(x));
   for (size_t t = 0; t < indices.size();) {
     const Index k = grid.BlockContaining(axis, indices[t]);
     size_t u = t + 1;

@@ -11,7 +11,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
+#include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 
@@ -282,6 +283,44 @@ TEST(IndexingTest, GetitemWithLargeStepsStaysWithinBudget) {
       ASSERT_EQ(r->data_as<double>()[i * 80 + j], SyntheticUniform(7, flat)) << i << "," << j;
     }
   }
+}
+
+TEST(IndexingTest, GetitemOfAZarrSourceFitsTheMemoryModel) {
+  // A Zarr v3 source of 100-element int64 chunks (800 B) through two
+  // compressors (gzip, zstd: two copies beside the decoded chunk) with a
+  // ragged last chunk: the memory model reads a chunk at 4 blocks (its
+  // copies and a padded full chunk). The budget (5600 B after reserved_mem)
+  // held 5 input blocks per task when a task was counted as its output block,
+  // its input blocks and one spare; by the model such a task gathers 4 blocks
+  // and reads a fifth at 4 blocks (6400 B), which the plan's check refuses.
+  // Each output block of every 10th element gathers up to 10 input blocks,
+  // so the budget binds.
+  TempDir dir;
+  const std::string path = dir.path() + "/x.zarr";
+  ToZarrOptions options;
+  options.zarr_format = ZarrFormat::kV3;
+  options.codecs = {GzipSpec{}, ZstdSpec{}};
+  Result<NDArray> written = compute(to_zarr(arange(0, 1050, 1, {100}), path, options));
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  Spec spec;
+  spec.reserved_mem = "1MB";
+  spec.allowed_mem = int64_t{1'000'000 + 5600};
+  spec.workers = 2;
+  Array y = getitem(from_zarr(path, spec), {Slice{std::nullopt, std::nullopt, 10}});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  Result<std::shared_ptr<const Plan>> p = plan({y});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.materialized) {
+      EXPECT_LE(op.projected_mem, 1'000'000 + 5600) << op.node->name;
+    }
+  }
+  EXPECT_LE(y.node()->maps[0].axes[0].max_inputs(), 3);
+  Result<NDArray> r = compute(y);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->shape(), Shape({105}));
+  ASSERT_EQ(r->dtype(), DType(DTypeId::kInt64));
+  for (Index i = 0; i < 105; ++i) ASSERT_EQ(r->data_as<int64_t>()[i], 10 * i) << i;
 }
 
 TEST(IndexingTest, GetitemBadInput) {

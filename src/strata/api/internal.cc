@@ -200,7 +200,7 @@ Array RechunkToGrid(const Array& x, const ChunkGrid& grid, int64_t min_mem) {
   return Array(MakeRechunk(x.node(), grid, min_mem));
 }
 
-int64_t TaskMemoryBudget(const Spec& spec) { return TaskBudget(ResolveSpecLocally(spec)); }
+int64_t TaskMemoryBudget(const Spec& spec) { return ResolveSpecLocally(spec).task_budget(); }
 
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype) {
   const auto& blocks = request.inputs[input];
@@ -212,6 +212,30 @@ Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& regi
     CopyArray(b.view.Slice(Translate(part, b.box.origin)),
               out.view().Slice(Translate(part, region.origin)));
   }
+  return out;
+}
+
+Result<NDArray> CombineStates(const BlockRequest& request, const ReductionKernel& kernel,
+                              std::span<const int> axes, DType state_dtype) {
+  const auto& blocks = request.inputs[0];
+  STRATA_ASSIGN_OR_RETURN(NDArray out,
+                          NDArray::Allocate(*request.pool, state_dtype, request.box.shape));
+  if (blocks.size() == 1) {
+    kernel.Combine(blocks[0].view, axes, out.view());
+    return out;
+  }
+  // The region of the state array these blocks cover.
+  Box region = blocks[0].box;
+  for (const InputBlock& b : blocks) {
+    for (int i = 0; i < region.rank(); ++i) {
+      const Index lo = std::min(region.origin[i], b.box.origin[i]);
+      const Index hi = std::max(region.end(i), b.box.end(i));
+      region.origin[i] = lo;
+      region.shape[i] = hi - lo;
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(NDArray gathered, Assemble(request, 0, region, state_dtype));
+  kernel.Combine(gathered.view(), axes, out.view());
   return out;
 }
 

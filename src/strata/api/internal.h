@@ -77,7 +77,7 @@ Array RechunkToGrid(const Array& x, const ChunkGrid& grid, int64_t min_mem = -1)
 
 // x rechunked so that each of `axes` (normalized) is one chunk and a block,
 // at `bytes_per_element` for all a task holds per element, fits in the task
-// budget (the other axes' chunks halved, largest first); InvalidArgument,
+// budget (the other axes' chunks halved by FitChunksToBudget); InvalidArgument,
 // naming the axes and the budget, when one slice along them does not fit
 // (api/sorting.cc; sort, argsort, take_along_axis, quantiles).
 Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
@@ -100,7 +100,7 @@ Array MakeBlockwise(std::string op, Shape shape, DType dtype, ChunkGrid grid,
                     NodeKind kind = NodeKind::kBlockwise,
                     const std::function<void(Node&)>& decorate = nullptr);
 
-// Bytes one task may use for chunks and scratch: TaskBudget of `spec`
+// Bytes one task may use for chunks and scratch: ResolvedSpec::task_budget of `spec`
 // resolved locally (the defaults' when it does not resolve; plan() reports
 // that).
 int64_t TaskMemoryBudget(const Spec& spec);
@@ -108,6 +108,12 @@ int64_t TaskMemoryBudget(const Spec& spec);
 // Copies the input blocks of `request.inputs[input]` into one contiguous
 // array covering `region` of that input (for gathers over several blocks).
 Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& region, DType dtype);
+
+// One task of a combine round (reductions, groupby): the state blocks of
+// `request.inputs[0]`, gathered over the region they cover when there are
+// several, combined over `axes` by `kernel` into a block of request.box.
+Result<NDArray> CombineStates(const BlockRequest& request, const ReductionKernel& kernel,
+                              std::span<const int> axes, DType state_dtype);
 
 // groupby_reduce (api/groupby.h) with the number of states merged per combine
 // round fixed (>= 2; 0 picks the most that fit in allowed_mem), so tests can

@@ -9,6 +9,7 @@
 #include "strata/api/plan_checks.h"
 #include "strata/base/byte_size.h"
 #include "strata/core/checked_index.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {

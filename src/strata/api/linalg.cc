@@ -13,7 +13,7 @@
 //
 // When the partial products of the operands' chunks would not fit in
 // allowed_mem (a large output block from thin operands, say), the chunks are
-// halved, largest saving first, until they do.
+// halved, largest saving first, until they do (FitChunksToBudget).
 #include "strata/api/linalg.h"
 
 #include <fmt/format.h>
@@ -30,6 +30,7 @@
 #include "strata/api/reduction.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/core/kernels/linalg.h"
+#include "strata/plan/memory_model.h"
 
 namespace strata {
 
@@ -236,7 +237,7 @@ struct ChunkModel {
 
 // Unifies the chunks of contracted (and shared batch) axes, taking the
 // smaller chunk where the operands differ, then halves chunks until a task
-// fits in the budget.
+// fits in the budget (FitChunksToBudget, over the roles' chunks).
 ContractionChunks ChooseChunks(const Contraction& c, DType dtype, bool copy_a, bool copy_b) {
   const Array& a = c.a.array;
   const Array& b = c.b.array;
@@ -262,7 +263,7 @@ ContractionChunks ChooseChunks(const Contraction& c, DType dtype, bool copy_a, b
         unify(a, c.a.contracted[i], b, c.b.contracted[i]);
   }
 
-  // Nominal chunks per role; halve the one that saves most until it fits.
+  // Nominal chunks per role, fitted to the budget (FitChunksToBudget).
   Shape batch(nb), free_a, free_b, contracted;
   for (size_t j = 0; j < nb; ++j) {
     batch[j] = model.Spans(c.a, j) ? MaxOf(out.a[c.a.batch[j]])
@@ -273,28 +274,29 @@ ContractionChunks ChooseChunks(const Contraction& c, DType dtype, bool copy_a, b
   for (int ax : c.b.free) free_b.push_back(MaxOf(out.b[ax]));
   for (int ax : c.a.contracted) contracted.push_back(MaxOf(out.a[ax]));
   const int64_t budget = internal_api::TaskMemoryBudget(*internal_api::SpecOf({&a, &b}));
-  bool changed = false;
-  while (model.Project(batch, free_a, free_b, contracted) > budget) {
-    Index* best = nullptr;
-    int64_t best_bytes = 0;
+  // The roles' chunks side by side, as FitChunksToBudget halves them.
+  auto split = [&](const Shape& all) {
+    auto at = all.begin();
     for (Shape* s : {&batch, &free_a, &free_b, &contracted}) {
-      for (Index& v : *s) {
-        if (v <= 1) continue;
-        const Index keep = v;
-        v = (v + 1) / 2;
-        const int64_t bytes = model.Project(batch, free_a, free_b, contracted);
-        v = keep;
-        if (best == nullptr || bytes < best_bytes) {
-          best = &v;
-          best_bytes = bytes;
-        }
-      }
+      std::copy(at, at + static_cast<std::ptrdiff_t>(s->size()), s->begin());
+      at += static_cast<std::ptrdiff_t>(s->size());
     }
-    if (best == nullptr) break;  // single elements: the planner reports it
-    *best = (*best + 1) / 2;
-    changed = true;
+  };
+  Shape all;
+  for (const Shape* s : {&batch, &free_a, &free_b, &contracted}) {
+    all.insert(all.end(), s->begin(), s->end());
   }
-  if (!changed) return out;
+  const Shape nominal = all;
+  all = FitChunksToBudget(
+            std::move(all), {},
+            [&](const Shape& chunks) {
+              split(chunks);
+              return model.Project(batch, free_a, free_b, contracted);
+            },
+            budget)
+            .chunks;
+  if (all == nominal) return out;
+  split(all);
   auto resize = [](std::vector<Index>& sizes, Index extent, Index chunk) {
     if (MaxOf(sizes) > chunk) sizes = RegularSizes(extent, chunk);
   };

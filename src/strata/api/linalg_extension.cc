@@ -24,6 +24,7 @@
 #include "strata/core/kernels/elementwise.h"
 #include "strata/core/kernels/lapack.h"
 #include "strata/core/kernels/linalg.h"
+#include "strata/plan/memory_model.h"
 
 namespace strata::linalg {
 
@@ -176,7 +177,7 @@ Array MakeCoreOp(CoreOp c) {
         c.op, CoreString(cores[0]), c.inputs[0].array.dtype().name(),
         FormatBytes(per_matrix + scratch), FormatBytes(budget)));
   }
-  // Batch chunks: the smallest any input has, halved (widest first) to fit.
+  // Batch chunks: the smallest any input has, halved to fit (FitChunksToBudget).
   Shape chunks(nb, 0);
   for (int d = 0; d < nb; ++d) {
     chunks[d] = (*batch)[d];
@@ -188,15 +189,10 @@ Array MakeCoreOp(CoreOp c) {
     }
     chunks[d] = std::max<Index>(1, chunks[d]);
   }
-  auto task_bytes = [&] { return NumElements(chunks) * per_matrix + scratch; };
-  while (task_bytes() > budget) {
-    int widest = -1;
-    for (int d = 0; d < nb; ++d) {
-      if (chunks[d] > 1 && (widest < 0 || chunks[d] > chunks[widest])) widest = d;
-    }
-    if (widest < 0) break;
-    chunks[widest] = (chunks[widest] + 1) / 2;
-  }
+  auto task_bytes = [&](const Shape& sizes) {
+    return NumElements(sizes) * per_matrix + scratch;
+  };
+  chunks = FitChunksToBudget(std::move(chunks), {}, task_bytes, budget).chunks;
   std::vector<std::vector<Index>> batch_sizes(nb);
   for (int d = 0; d < nb; ++d) batch_sizes[d] = RegularSizes((*batch)[d], chunks[d]);
 
@@ -355,9 +351,11 @@ Result<TsqrFactors> Tsqr(std::string_view op, const Array& x_in, DType dtype, bo
     return rows * n * (x_in.dtype().size() + 8) + (rows + n) * n * (item + 8) + k * n * 8 +
            lapack::QrScratchBytes(rows, n, false);
   };
-  Index rows = std::max<Index>(x_in.chunksize()[0], n);
-  while (rows > n && block_bytes(rows) > budget) rows = std::max(n, (rows + 1) / 2);
-  if (block_bytes(rows) > budget) {
+  const Index min_rows[] = {n};
+  const ChunkFit fit = FitChunksToBudget({std::max<Index>(x_in.chunksize()[0], n)}, min_rows,
+                                         [&](const Shape& r) { return block_bytes(r[0]); }, budget);
+  const Index rows = fit.chunks[0];
+  if (!fit.fits) {
     return InvalidArgumentError(fmt::format(
         "{}: TSQR needs row blocks of at least {} rows x {} columns, and one needs {} in a task, "
         "over allowed_mem less reserved_mem ({}); raise allowed_mem",
@@ -851,8 +849,9 @@ Array PinvImpl(const Array& x, const std::optional<Array>& rtol, std::optional<d
   auto [dt, m, n, k, tol, per_matrix, inputs] = std::move(*in_or);
   return MakeCoreOp(
       {"linalg.pinv", std::move(inputs), {n, m}, dt, ReducedSvdBytes(m, n),
-       [m, n, k, tol, per_matrix](std::span<const double* const> in, double* out,
-                                  MemoryPool& pool) {
+       // Init-captures: clang before 16 cannot capture structured bindings.
+       [m = m, n = n, k = k, tol = tol, per_matrix = per_matrix](
+           std::span<const double* const> in, double* out, MemoryPool& pool) {
          const double t = per_matrix ? in[1][0] : tol;
          return WithReducedSvd("linalg.pinv", in[0], m, n, pool,
                                [&](const double* u, const double* s, const double* vh) {
@@ -879,8 +878,9 @@ Array MatrixRankImpl(const Array& x, const std::optional<Array>& rtol,
   return MakeCoreOp(
       {"linalg.matrix_rank", std::move(inputs), {}, DTypeId::kInt64,
        lapack::SvdScratchBytes(m, n, false, false) + std::max<Index>(1, k) * 8,
-       [m, n, k, tol, per_matrix](std::span<const double* const> in, double* out,
-                                  MemoryPool& pool) -> Status {
+       // Init-captures: clang before 16 cannot capture structured bindings.
+       [m = m, n = n, k = k, tol = tol, per_matrix = per_matrix](
+           std::span<const double* const> in, double* out, MemoryPool& pool) -> Status {
          const double t = per_matrix ? in[1][0] : tol;
          STRATA_ASSIGN_OR_RETURN(Buffer sb, pool.Allocate(std::max<Index>(1, k) * 8));
          double* s = reinterpret_cast<double*>(sb.data());

@@ -13,8 +13,8 @@
 #include <random>
 
 #include "strata/api/manipulation_extras.h"
-#include "strata/api/memory_contract_util.h"
-#include "strata/api/test_util.h"
+#include "strata/api/memory_contract_test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/strata.h"
 

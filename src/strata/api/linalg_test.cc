@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 

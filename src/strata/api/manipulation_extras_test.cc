@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/api/numpy_oracle.h"
-#include "strata/api/test_util.h"
+#include "strata/api/numpy_oracle_test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/strata.h"
 
 namespace strata {

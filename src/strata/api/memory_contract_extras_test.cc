@@ -1,13 +1,13 @@
 // The memory contract for the ops of issue 16: under an allowed_mem just
 // above what each plan needs, every task's measured peak <= its projection <=
-// allowed_mem (RunTight, memory_contract_util.h), over 8 MB chunks so that
+// allowed_mem (RunTight, memory_contract_test_util.h), over 8 MB chunks so that
 // the whole file stays fast under ASan. Values are checked at a few points.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "strata/api/memory_contract_util.h"
+#include "strata/api/memory_contract_test_util.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 

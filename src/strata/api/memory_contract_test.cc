@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/api/memory_contract_util.h"
+#include "strata/api/memory_contract_test_util.h"
 #include "strata/base/temp_dir.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"

@@ -12,8 +12,8 @@
 
 #include "strata/api/groupby_extras.h"
 #include "strata/api/internal.h"
-#include "strata/api/numpy_oracle.h"
-#include "strata/api/test_util.h"
+#include "strata/api/numpy_oracle_test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/strata.h"
 
 namespace strata {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/base/temp_dir.h"
 #include "strata/strata.h"
 

@@ -13,7 +13,7 @@
 
 #include "strata/api/chunks.h"
 #include "strata/api/subscript.h"
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/api/visualize.h"
 #include "strata/base/temp_dir.h"
 #include "strata/strata.h"

@@ -6,8 +6,9 @@
 
 #include <filesystem>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 

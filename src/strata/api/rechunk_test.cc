@@ -16,10 +16,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "strata/api/test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/base/temp_dir.h"
 #include "strata/base/tuning.h"
 #include "strata/core/synthetic.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 

@@ -206,38 +206,15 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
       if (a < rank && is_reduced(a) && state.shape()[a] > 1) {
         const Index groups = (n + split - 1) / split;
         sizes[a].assign(groups, 1);
-        std::vector<std::vector<Index>> table(groups);
-        for (Index j = 0; j < groups; ++j) {
-          for (Index k = j * split; k < std::min(n, (j + 1) * split); ++k) table[j].push_back(k);
-        }
-        map.axes.push_back(AxisMap::Table(a, table, n));
+        map.axes.push_back(AxisMap::Grouped(a, split, n));
       } else {
         sizes[a] = state.chunks().AxisChunkSizes(a);
         map.axes.push_back(AxisMap::Identity(a, n));
       }
     }
     ChunkGrid grid = internal_api::GridFromSizes(sizes);
-    const Shape in_shape = state.shape();
-    BlockFunction fn = [kernel, axes, sdt, in_shape](const BlockRequest& r) -> Result<NDArray> {
-      const auto& blocks = r.inputs[0];
-      // The region of the input state array these blocks cover.
-      Box region = blocks[0].box;
-      for (const InputBlock& b : blocks) {
-        for (int i = 0; i < region.rank(); ++i) {
-          Index lo = std::min(region.origin[i], b.box.origin[i]);
-          Index hi = std::max(region.end(i), b.box.end(i));
-          region.origin[i] = lo;
-          region.shape[i] = hi - lo;
-        }
-      }
-      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
-      if (blocks.size() == 1) {
-        kernel->Combine(blocks[0].view, axes, out.view());
-      } else {
-        STRATA_ASSIGN_OR_RETURN(NDArray gathered, internal_api::Assemble(r, 0, region, sdt));
-        kernel->Combine(gathered.view(), axes, out.view());
-      }
-      return out;
+    BlockFunction fn = [kernel, axes, sdt](const BlockRequest& r) -> Result<NDArray> {
+      return internal_api::CombineStates(r, *kernel, axes, sdt);
     };
     int64_t max_inputs = 1;
     for (int a : axes) max_inputs *= std::min<Index>(split, state.chunks().grid_shape()[a]);

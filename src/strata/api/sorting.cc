@@ -14,6 +14,7 @@
 #include "strata/base/byte_size.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/core/kernels/elementwise.h"
+#include "strata/plan/memory_model.h"
 
 namespace strata {
 
@@ -24,7 +25,7 @@ namespace internal_api {
 
 // x rechunked so that every axis of `axes` is one chunk and a block of it, at
 // `bytes_per_element` for everything a task holds per element, fits in the
-// task budget (other axes' chunks halved, largest first, until it does).
+// task budget (other axes' chunks halved by FitChunksToBudget until it does).
 Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
                              int64_t bytes_per_element, std::string_view op) {
   const int64_t budget = TaskMemoryBudget(*x.spec());
@@ -46,23 +47,15 @@ Result<Array> WholeAlongAxes(const Array& x, const std::vector<int>& axes,
         bytes_per_element, FormatBytes(budget),
         axes.size() == 1 ? "a shorter axis" : "shorter axes"));
   }
-  Shape chunks = x.chunksize();
+  Shape chunks = x.chunksize(), min_chunks(x.ndim(), 1);
   for (int d = 0; d < x.ndim(); ++d) {
     chunks[d] = whole[d] ? std::max<Index>(1, x.shape()[d]) : std::max<Index>(1, chunks[d]);
+    if (whole[d]) min_chunks[d] = chunks[d];
   }
-  auto bytes = [&]() {
-    Index e = 1;
-    for (Index c : chunks) e *= c;
-    return e * bytes_per_element;
+  auto block_bytes = [bytes_per_element](const Shape& c) {
+    return NumElements(c) * bytes_per_element;
   };
-  while (bytes() > budget) {
-    int widest = -1;
-    for (int d = 0; d < x.ndim(); ++d) {
-      if (!whole[d] && chunks[d] > 1 && (widest < 0 || chunks[d] > chunks[widest])) widest = d;
-    }
-    if (widest < 0) break;
-    chunks[widest] = (chunks[widest] + 1) / 2;
-  }
+  chunks = FitChunksToBudget(std::move(chunks), min_chunks, block_bytes, budget).chunks;
   bool same = x.chunks().is_regular();
   for (int d = 0; d < x.ndim() && same; ++d) {
     same = whole[d] ? x.chunks().grid_shape()[d] <= 1 : x.chunks().chunk_shape()[d] <= chunks[d];

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "strata/api/numpy_oracle.h"
-#include "strata/api/test_util.h"
+#include "strata/api/numpy_oracle_test_util.h"
+#include "strata/api/api_test_util.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/strata.h"
 

@@ -7,11 +7,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 
 #ifdef STRATA_WITH_MPI
 #include <mpi.h>
 #endif
+
+#include "strata/base/thread_annotations.h"
 
 namespace strata::mpi {
 
@@ -22,7 +23,7 @@ namespace {
 MPI_Comm comm = MPI_COMM_NULL;
 int rank = 0;
 int size = 1;
-std::mutex init_mu;
+Mutex init_mu;  // one Init at a time
 
 Status MpiError(int code, std::string_view what) {
   char text[MPI_MAX_ERROR_STRING];
@@ -97,7 +98,7 @@ void FinalizeAtExit() {
 bool Built() { return true; }
 
 Status Init() {
-  std::lock_guard lock(init_mu);
+  MutexLock lock(&init_mu);
   if (comm != MPI_COMM_NULL) return Status::Ok();
   int initialized = 0;
   MPI_Initialized(&initialized);

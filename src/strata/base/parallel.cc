@@ -2,28 +2,36 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "strata/base/thread_annotations.h"
 
 namespace strata {
 
 Status ParallelFor(int64_t n, int workers, const std::function<Status(int64_t)>& fn) {
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  int64_t failed_index = n;
-  Status failure;
+  // The failure of the lowest index, whichever thread saw it.
+  struct FirstFailure {
+    Mutex mu;
+    int64_t index STRATA_GUARDED_BY(mu);
+    Status status STRATA_GUARDED_BY(mu);
+  } first;
+  {
+    MutexLock lock(&first.mu);
+    first.index = n;
+  }
   auto work = [&] {
     while (!failed.load(std::memory_order_relaxed)) {
       int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       Status s = fn(i);
       if (!s.ok()) {
-        std::lock_guard lock(mu);
-        if (i < failed_index) {
-          failed_index = i;
-          failure = std::move(s);
+        MutexLock lock(&first.mu);
+        if (i < first.index) {
+          first.index = i;
+          first.status = std::move(s);
         }
         failed.store(true, std::memory_order_relaxed);
       }
@@ -35,7 +43,8 @@ Status ParallelFor(int64_t n, int workers, const std::function<Status(int64_t)>&
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  return failure;
+  MutexLock lock(&first.mu);
+  return first.status;
 }
 
 }  // namespace strata

@@ -20,18 +20,18 @@ ProgressBar::ProgressBar(std::string label, int64_t total, int64_t bytes_per_ite
       last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (enabled_ && !finished_) std::fputs("\n", stderr);
 }
 
 void ProgressBar::Advance(int64_t items) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   done_ += items;
   DrawLocked(false);
 }
 
 void ProgressBar::Finish() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (finished_) return;
   DrawLocked(true);
   if (enabled_) std::fputs("\n", stderr);

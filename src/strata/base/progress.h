@@ -7,8 +7,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "strata/base/thread_annotations.h"
 
 namespace strata {
 
@@ -24,17 +25,17 @@ class ProgressBar {
   static bool StderrIsTerminal();
 
  private:
-  void DrawLocked(bool force);
+  void DrawLocked(bool force) STRATA_REQUIRES(mu_);
 
   std::string label_;
   int64_t total_;
   int64_t bytes_per_item_;
   bool enabled_;
-  bool finished_ = false;
-  std::mutex mu_;
-  int64_t done_ = 0;
+  Mutex mu_;
+  bool finished_ STRATA_GUARDED_BY(mu_) = false;
+  int64_t done_ STRATA_GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_draw_;
+  std::chrono::steady_clock::time_point last_draw_ STRATA_GUARDED_BY(mu_);
 };
 
 }  // namespace strata

@@ -127,10 +127,12 @@ struct DTypeWithEndian {
 // dtypes).
 Result<DTypeWithEndian> ParseZarrV2DType(std::string_view typestr);
 
-// Parses a Zarr v3 data type name ("float64", "float16"). Also accepts the same
-// names in the API (e.g. `--dtype float32`), and numpy's "S7", "U13", "V8" for
-// fixed-length types. (The v3 metadata spells fixed-length types as objects
-// with a length; zarr/metadata.cc parses those.)
+// Parses a data type name as the API takes it (e.g. `--dtype float32`): the
+// Zarr v3 names of the numeric types ("bool", "float64", "float16"), and
+// numpy's "S7", "U13", "V8" for fixed-length types. Zarr v3 metadata spells
+// fixed-length types as objects with a length_bytes instead, and refuses the
+// numpy spellings: storage/zarr/v3_metadata.cc (ParseV3DataType) parses it.
+// InvalidArgument lists the names taken.
 Result<DType> ParseDTypeName(std::string_view name);
 
 std::string_view EndianName(Endian endian);

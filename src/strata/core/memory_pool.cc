@@ -118,14 +118,14 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
     if (p == nullptr) {
       return ResourceExhaustedError(fmt::format("out of memory allocating {}", FormatBytes(size)));
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stats_.bytes_held += capacity;
     stats_.peak_bytes_held = std::max(stats_.peak_bytes_held, stats_.bytes_held);
     ++stats_.fresh_allocations;
     return std::pair{static_cast<std::byte*>(p), capacity};
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     // Reuse an idle buffer that wastes at most 1/8 of its capacity.
     auto it = cache_.lower_bound(capacity);
     if (it != cache_.end() && it->first <= capacity + capacity / 8) {
@@ -148,7 +148,7 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
     stats_.peak_bytes_held = std::max(stats_.peak_bytes_held, stats_.bytes_held);
   }
   std::byte* p = MapAligned(capacity);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (p == nullptr) {
     stats_.bytes_held -= capacity;
     return ResourceExhaustedError(fmt::format("out of memory allocating {}", FormatBytes(size)));
@@ -161,11 +161,11 @@ Result<std::pair<std::byte*, int64_t>> BufferAllocator::Allocate(int64_t size) {
 void BufferAllocator::Free(std::byte* data, int64_t capacity) {
   if (capacity < kRecycleThreshold) {
     std::free(data);
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stats_.bytes_held -= capacity;
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (capacity > options_.max_cached_bytes) {
     munmap(data, static_cast<size_t>(capacity));
     stats_.bytes_held -= capacity;
@@ -196,7 +196,7 @@ void BufferAllocator::EvictLocked(int64_t bytes_needed) {
 }
 
 void BufferAllocator::ReleaseCache() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [capacity, entry] : cache_) {
     munmap(entry.second, static_cast<size_t>(capacity));
     stats_.bytes_held -= capacity;
@@ -211,19 +211,19 @@ int64_t BufferAllocator::MaxHeldLocked() const {
 }
 
 std::shared_ptr<void> BufferAllocator::LimitHeld(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   limits_.insert(bytes);
   EvictLocked(std::max<int64_t>(0, stats_.bytes_held - MaxHeldLocked()));
   // The token only needs to run its deleter; `this` outlives it (the
   // allocator is shared by the pools of whoever holds the token).
   return std::shared_ptr<void>(reinterpret_cast<void*>(1), [this, bytes](void*) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     limits_.erase(limits_.find(bytes));
   });
 }
 
 BufferAllocator::Stats BufferAllocator::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -25,12 +25,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <span>
 #include <string>
 
 #include "strata/base/status.h"
+#include "strata/base/thread_annotations.h"
 
 namespace strata {
 
@@ -132,16 +132,16 @@ class BufferAllocator {
   static constexpr int64_t kHugePage = int64_t{2} << 20;
 
  private:
-  void EvictLocked(int64_t bytes_needed);
-  int64_t MaxHeldLocked() const;
+  void EvictLocked(int64_t bytes_needed) STRATA_REQUIRES(mu_);
+  int64_t MaxHeldLocked() const STRATA_REQUIRES(mu_);
 
   Options options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // capacity -> (sequence, data); the sequence picks the oldest to evict.
-  std::multimap<int64_t, std::pair<uint64_t, std::byte*>> cache_;
-  uint64_t sequence_ = 0;
-  std::multiset<int64_t> limits_;  // from LimitHeld
-  Stats stats_;
+  std::multimap<int64_t, std::pair<uint64_t, std::byte*>> cache_ STRATA_GUARDED_BY(mu_);
+  uint64_t sequence_ STRATA_GUARDED_BY(mu_) = 0;
+  std::multiset<int64_t> limits_ STRATA_GUARDED_BY(mu_);  // from LimitHeld
+  Stats stats_ STRATA_GUARDED_BY(mu_);
 };
 
 class MemoryPool : public std::enable_shared_from_this<MemoryPool> {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 
+#include "strata/base/utf8.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/core/float16.h"
 
@@ -223,26 +224,6 @@ std::string FormatReal(double v) {
   return fmt::format("{}", v);
 }
 
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x110000) {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += fmt::format("\\U{:08x}", cp);
-  }
-}
-
 }  // namespace
 
 std::string FormatElement(DType dtype, const std::byte* element) {
@@ -274,7 +255,7 @@ std::string FormatElement(DType dtype, const std::byte* element) {
         uint32_t cp;
         std::memcpy(&cp, element + 4 * i, 4);
         if (cp == 0) break;
-        AppendUtf8(cp, out);
+        if (!AppendUtf8(cp, out)) out += fmt::format("\\U{:08x}", cp);
       }
       return out + "'";
     }

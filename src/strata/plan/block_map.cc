@@ -80,6 +80,23 @@ AxisMap AxisMap::Identity(int out_axis, Index n) {
   return m;
 }
 
+AxisMap AxisMap::Grouped(int out_axis, Index group, Index num_input_blocks) {
+  STRATA_CHECK(group >= 1 && num_input_blocks >= 0);
+  if (group == 1) return Identity(out_axis, num_input_blocks);
+  // Regular output chunks of `group` elements over input chunks of one,
+  // where an element is an input block.
+  AxisMap m;
+  m.kind_ = Kind::kMapped;
+  m.form_ = Form::kRegular;
+  m.out_axis_ = out_axis;
+  m.num_input_blocks_ = num_input_blocks;
+  m.out_chunk_ = group;
+  m.in_chunk_ = 1;
+  m.extent_ = num_input_blocks;
+  m.ComputeBounds((num_input_blocks + group - 1) / group);
+  return m;
+}
+
 AxisMap AxisMap::Table(int out_axis, const std::vector<std::vector<Index>>& table,
                        Index num_input_blocks) {
   auto csr = std::make_shared<Csr>();
@@ -370,6 +387,14 @@ InputMap Compose(const InputMap& outer, const InputMap& inner,
       continue;
     }
     const Index n_in = a.num_input_blocks();
+    // Groups of groups are groups: j reads mids [j * gb, (j + 1) * gb), each
+    // of which reads inputs [m * ga, (m + 1) * ga), so j reads inputs
+    // [j * gb * ga, (j + 1) * gb * ga) (reduction rounds fused together).
+    if (const std::optional<Index> ga = a.group(), gb = b.group();
+        ga && gb && b.num_input_blocks() == a.num_output_blocks()) {
+      out.axes.push_back(AxisMap::Grouped(b.out_axis(), *ga * *gb, n_in));
+      continue;
+    }
     auto unite = [&](BlockList mids) {
       std::vector<Index> blocks;
       for (Index m : mids) {

@@ -21,6 +21,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -103,6 +104,10 @@ class AxisMap {
   // the input has `num_input_blocks` blocks along this axis.
   static AxisMap Table(int out_axis, const std::vector<std::vector<Index>>& table,
                        Index num_input_blocks);
+  // Output block j reads input blocks [j * group, min((j + 1) * group,
+  // num_input_blocks)): a tree reduction's round. Arithmetic, stores nothing
+  // (a table of it held ~40 bytes per input block).
+  static AxisMap Grouped(int out_axis, Index group, Index num_input_blocks);
   // The same `blocks` for every output block (a broadcast axis: {0}).
   static AxisMap Fixed(std::vector<Index> blocks, Index num_input_blocks);
   // Every one of `num_input_blocks` blocks (a contraction over this axis).
@@ -121,6 +126,17 @@ class AxisMap {
   Index max_inputs() const { return max_inputs_; }
   // True for Identity (and compositions of identities).
   bool is_identity() const { return form_ == Form::kIdentity; }
+  // kMapped: the number of output blocks along out_axis.
+  Index num_output_blocks() const { return num_output_blocks_; }
+  // The group size when output block j reads input blocks [j * g, (j + 1) * g)
+  // (Grouped, or a regular overlap over chunks of one element); nullopt
+  // otherwise.
+  std::optional<Index> group() const {
+    if (form_ == Form::kRegular && in_chunk_ == 1 && extent_ == num_input_blocks_) {
+      return out_chunk_;
+    }
+    return std::nullopt;
+  }
 
   // Input blocks read for output block `j` along out_axis (any j for kFixed).
   BlockList InputsFor(Index j) const;

@@ -21,6 +21,11 @@ CapacityLedger CapacityLedger::For(const ResolvedSpec& spec, int64_t result_byte
   l.coordinator_ = spec.executor == ExecutorKind::kProcesses ? spec.reserved_mem : 0;
   int64_t capacity = spec.total_system_mem - static_cast<int64_t>(spec.workers) * spec.allowed_mem -
                      l.coordinator_ - result_bytes;
+  if (spec.ram_tier_mem > 0 && spec.ram_tier_mem < capacity) {
+    // The ray executor's memory tier is the object store: no more fits.
+    capacity = spec.ram_tier_mem;
+    l.ram_tier_cap_ = spec.ram_tier_mem;
+  }
   if (spec.tier == TierChoice::kSpill && intermediate_bytes / 2 < capacity) {
     capacity = intermediate_bytes / 2;
     l.halved_ = true;
@@ -46,6 +51,9 @@ std::string CapacityLedger::Formula() const {
                   FormatBytes(total_), workers_, FormatBytes(allowed_), FormatBytes(results_));
   if (coordinator_ > 0) {
     f += fmt::format(" - coordinator's reserved_mem {}", FormatBytes(coordinator_));
+  }
+  if (ram_tier_cap_ > 0) {
+    f += fmt::format("; capped by the object store's {}", FormatBytes(ram_tier_cap_));
   }
   if (halved_) f += "; spill tier forced: half the intermediates";
   if (tiny_) f += "; capped by STRATA_TINY";

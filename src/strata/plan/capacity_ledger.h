@@ -47,6 +47,7 @@ class CapacityLedger {
   int64_t coordinator_ = 0;
   bool halved_ = false;
   bool tiny_ = false;
+  int64_t ram_tier_cap_ = 0;  // ResolvedSpec::ram_tier_mem, when it bounded capacity_
 };
 
 }  // namespace strata

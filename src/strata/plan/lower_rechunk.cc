@@ -150,7 +150,7 @@ Status SplitShards(PlanDraft& d) {
     const ShardLayout& layout = *store.target->shard_layout();
     if (!store.grid.is_regular() || store.grid.chunk_shape() != layout.shard_shape()) continue;
     const int64_t shard_bytes = NumElements(layout.shard_shape()) * store.dtype.size();
-    const int64_t quarter = std::max<int64_t>(1, TaskBudget(spec) / 4);
+    const int64_t quarter = std::max<int64_t>(1, spec.task_budget() / 4);
     int64_t want = std::max<int64_t>((4 * spec.workers + store.grid.num_blocks() - 1) /
                                          store.grid.num_blocks(),
                                      (shard_bytes + quarter - 1) / quarter);
@@ -220,7 +220,7 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
   if (spec.tier == TierChoice::kAuto && regular && x->kind == NodeKind::kZarrSource &&
       !x->zarr->is_sharded() && x->zarr->store()->cheap_ranged_reads() &&
       InPlaceRechunkBytes(*x, target.max_block_elements() * itemsize, ends.write) <=
-          TaskBudget(spec)) {
+          spec.task_budget()) {
     if (const std::optional<int64_t> unit = x->zarr->PartialReadUnit()) {
       const double amplification = PartialReadAmplification(
           shape, source, target_chunks, itemsize, std::max(*unit, kPageBytes));

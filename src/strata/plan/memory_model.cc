@@ -1,8 +1,10 @@
 #include "strata/plan/memory_model.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "strata/base/check.h"
 #include "strata/storage/codec/chunk_codec.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -40,11 +42,42 @@ CopyCosts TierCopies(Tier tier, CopyCosts ends) {
 }
 
 int64_t RechunkMaxMem(const ResolvedSpec& spec, CopyCosts copies) {
-  return TaskBudget(spec) / (3 + copies.read + copies.write);
+  return spec.task_budget() / (3 + copies.read + copies.write);
 }
 
 int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes) {
   return std::min(max_mem / 20, nbytes);
+}
+
+ChunkFit FitChunksToBudget(Shape chunks, std::span<const Index> min_chunks,
+                           const std::function<int64_t(const Shape&)>& task_bytes,
+                           int64_t task_budget) {
+  STRATA_CHECK(min_chunks.empty() || min_chunks.size() == chunks.size());
+  auto floor_of = [&](size_t d) { return min_chunks.empty() ? Index{1} : min_chunks[d]; };
+  int64_t bytes = task_bytes(chunks);
+  while (bytes > task_budget) {
+    int best = -1;
+    int64_t best_bytes = 0;
+    for (size_t d = 0; d < chunks.size(); ++d) {
+      const Index keep = chunks[d];
+      if (keep <= floor_of(d)) continue;
+      chunks[d] = std::max(floor_of(d), (keep + 1) / 2);
+      const int64_t b = task_bytes(chunks);
+      chunks[d] = keep;
+      if (best < 0 || b < best_bytes || (b == best_bytes && keep > chunks[best])) {
+        best = static_cast<int>(d);
+        best_bytes = b;
+      }
+    }
+    if (best < 0) break;  // every axis at its minimum
+    chunks[best] = std::max(floor_of(best), (chunks[best] + 1) / 2);
+    bytes = best_bytes;
+  }
+  return {std::move(chunks), bytes, bytes <= task_budget};
+}
+
+int64_t LeafReadBytes(const Node& node) {
+  return node.kind == NodeKind::kZarrSource ? ZarrChunkReadBytes(node) : node.max_block_bytes();
 }
 
 int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies) {

@@ -22,12 +22,19 @@
 // stored chunks are smaller than min_mem (max_mem / 20 unless given) are not
 // worth their IO.
 //
+// An op that sizes its own chunks at build time (tensordot's operands, a
+// sort's blocks, an indexing op's input blocks per task, a batch of LAPACK
+// matrices) fits them to the task budget with FitChunksToBudget: the one rule
+// for halving chunks until a task fits, fed the op's per-task bytes as this
+// model projects the op's node.
+//
 // Thread-safety: MemoryModel reads the ops it is given; use it while they
 // live and do not change.
 #ifndef STRATA_PLAN_MEMORY_MODEL_H_
 #define STRATA_PLAN_MEMORY_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 
@@ -55,6 +62,34 @@ int64_t RechunkMaxMem(const ResolvedSpec& spec, CopyCosts copies);
 // The smallest stored chunk worth a stage: max_mem / 20, or the whole array
 // when smaller (Cubed's default).
 int64_t DefaultRechunkMinMem(int64_t max_mem, int64_t nbytes);
+
+// Chunks fitted to the task budget (FitChunksToBudget).
+struct ChunkFit {
+  Shape chunks;
+  int64_t task_bytes = 0;  // task_bytes(chunks)
+  bool fits = false;       // task_bytes <= task_budget
+};
+
+// Halves `chunks` until a task of the op fits `task_budget`
+// (ResolvedSpec::task_budget()). `task_bytes(c)` is one task's memory with
+// chunks (or, per axis, whatever count sizes the op's blocks) `c`, reserved_mem
+// excluded, as the memory model projects the op. While a task does not fit,
+// the axis whose halving (rounded up, never below min_chunks[d]; 1 when
+// min_chunks is empty) lowers task_bytes most is halved, the widest on a tie,
+// then the first. An axis at or below its minimum (a 0-length one, an axis
+// that must stay whole) is left as it is. When every axis is at its minimum
+// and a task still does not fit, `fits` is false and the op reports it (or
+// the plan check does).
+ChunkFit FitChunksToBudget(Shape chunks, std::span<const Index> min_chunks,
+                           const std::function<int64_t(const Shape&)>& task_bytes,
+                           int64_t task_budget);
+
+// What reading one block of `node` in a task takes at its peak, as the model
+// counts a leaf: a Zarr source's chunk decoded beside its codec's copies
+// (and a padded full chunk at ragged edges); any other node's block, the
+// block. An op sizing its tasks before the plan knows what is fused adds its
+// own margin for an input computed in the task.
+int64_t LeafReadBytes(const Node& node);
 
 // What one task of a rechunk that reads the Zarr source `source` in place
 // needs, reserved_mem excluded: its output block of `out_block` bytes (with

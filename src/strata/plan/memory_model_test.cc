@@ -142,5 +142,84 @@ TEST(MemoryModelTest, VirtualInputsAreComputedInTheReader) {
   EXPECT_EQ(op->projected_mem, reserved + 8000 + 8000 + 8000);
 }
 
+// Bytes of a task holding one block of `chunks` at `item` bytes an element.
+std::function<int64_t(const Shape&)> BlockBytes(int64_t item) {
+  return [item](const Shape& c) {
+    int64_t n = item;
+    for (Index v : c) n *= v;
+    return n;
+  };
+}
+
+TEST(FitChunksToBudgetTest, BudgetThatFitsEverythingKeepsTheChunks) {
+  const ChunkFit fit = FitChunksToBudget({100, 30}, {}, BlockBytes(8), 24000);
+  EXPECT_EQ(fit.chunks, (Shape{100, 30}));
+  EXPECT_EQ(fit.task_bytes, 24000);
+  EXPECT_TRUE(fit.fits);
+}
+
+TEST(FitChunksToBudgetTest, HalvesTheWidestWhenSavingsTie) {
+  // 8 x 4 elements of 1 byte: halving 8 or 4 saves 16 either way; the widest
+  // goes first, then the two are 4 x 4 and the first goes.
+  const ChunkFit fit = FitChunksToBudget({8, 4}, {}, BlockBytes(1), 8);
+  EXPECT_EQ(fit.chunks, (Shape{2, 4}));
+  EXPECT_EQ(fit.task_bytes, 8);
+  EXPECT_TRUE(fit.fits);
+}
+
+TEST(FitChunksToBudgetTest, HalvesTheAxisThatSavesMost) {
+  // Axis 1 costs 200 bytes a unit, axis 0 one byte: halving axis 1 (8 -> 4)
+  // saves 800 where halving the wider axis 0 saves 500.
+  auto bytes = [](const Shape& c) { return c[0] + 200 * c[1]; };
+  const ChunkFit fit = FitChunksToBudget({1000, 8}, {}, bytes, 1800);
+  EXPECT_EQ(fit.chunks, (Shape{1000, 4}));
+  EXPECT_EQ(fit.task_bytes, 1800);
+  EXPECT_TRUE(fit.fits);
+}
+
+TEST(FitChunksToBudgetTest, OddChunksRoundUp) {
+  const ChunkFit fit = FitChunksToBudget({7}, {}, BlockBytes(1), 4);
+  EXPECT_EQ(fit.chunks, (Shape{4}));
+  EXPECT_TRUE(fit.fits);
+}
+
+TEST(FitChunksToBudgetTest, BudgetSmallerThanOneElementStopsAtSingleElements) {
+  const ChunkFit fit = FitChunksToBudget({16, 5}, {}, BlockBytes(8), 7);
+  EXPECT_EQ(fit.chunks, (Shape{1, 1}));
+  EXPECT_EQ(fit.task_bytes, 8);
+  EXPECT_FALSE(fit.fits);
+}
+
+TEST(FitChunksToBudgetTest, MinimumsHoldAxesWhole) {
+  // Axis 1 must stay whole (a sort's axis): only axis 0 shrinks.
+  const Shape min = {1, 50};
+  const ChunkFit fit = FitChunksToBudget({64, 50}, min, BlockBytes(4), 1000);
+  EXPECT_EQ(fit.chunks, (Shape{4, 50}));
+  EXPECT_EQ(fit.task_bytes, 800);
+  EXPECT_TRUE(fit.fits);
+  // A minimum that does not fit is kept, and said not to fit.
+  const ChunkFit over = FitChunksToBudget({64, 50}, min, BlockBytes(4), 100);
+  EXPECT_EQ(over.chunks, (Shape{1, 50}));
+  EXPECT_FALSE(over.fits);
+}
+
+TEST(FitChunksToBudgetTest, ZeroLengthAxesAreLeftAlone) {
+  // A 0-length axis holds no element: any budget fits, nothing is halved.
+  const ChunkFit empty = FitChunksToBudget({0, 1000}, {}, BlockBytes(8), 0);
+  EXPECT_EQ(empty.chunks, (Shape{0, 1000}));
+  EXPECT_TRUE(empty.fits);
+  // A fixed cost beside it: the 0-length axis is never halved (0 is below
+  // every minimum), the others are.
+  auto bytes = [](const Shape& c) { return 10 + c[0] * c[1] + c[1]; };
+  const ChunkFit fit = FitChunksToBudget({0, 64}, {}, bytes, 20);
+  EXPECT_EQ(fit.chunks, (Shape{0, 8}));
+  EXPECT_TRUE(fit.fits);
+  // No axis at all: the task is what it is.
+  const ChunkFit rank0 = FitChunksToBudget({}, {}, BlockBytes(8), 4);
+  EXPECT_TRUE(rank0.chunks.empty());
+  EXPECT_EQ(rank0.task_bytes, 8);
+  EXPECT_FALSE(rank0.fits);
+}
+
 }  // namespace
 }  // namespace strata

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "strata/plan/planner.h"
+#include "strata/storage/memory_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
 

@@ -62,13 +62,16 @@ Result<std::shared_ptr<const Plan>> BuildPlan(
       {"place_tiers", &internal_plan::PlaceTiers, false},
       {"project_memory", &internal_plan::ProjectMemory, false},
   };
+  // Spec::fuse and PlanOptions::fuse are one switch (planner.h); every
+  // optional pass is a fusion.
+  const bool fusion_on = spec.fuse && options.fuse;
   for (const Pass& pass : kPasses) {
-    if (pass.optional && (options.disabled_passes.count(std::string(pass.name)) || !spec.fuse)) {
+    if (pass.optional && (!fusion_on || options.disabled_passes.count(std::string(pass.name)))) {
       continue;
     }
-    // The dask executor keeps one block per Dask task (its result): a task
-    // with several outputs has no place there.
-    if (pass.name == "fuse_siblings" && spec.executor == ExecutorKind::kDask) continue;
+    // The dask and ray executors keep one block per task (its result): a
+    // task with several outputs has no place there.
+    if (pass.name == "fuse_siblings" && IsExternalExecutor(spec.executor)) continue;
     STRATA_RETURN_IF_ERROR(pass.run(d));
     d.passes_run.emplace_back(pass.name);
 #ifndef NDEBUG

@@ -113,7 +113,12 @@ struct PlannedOp {
 };
 
 struct PlanOptions {
-  // Optimizer passes to skip, by name ("fuse").
+  // The fusion switch for one plan: false skips both fusion passes ("fuse"
+  // and "fuse_siblings"), exactly as Spec::fuse = false does for every plan
+  // of its arrays. Python spells it the same (`Spec(fuse=False)`), and
+  // `compute(..., optimize_graph=False)`, Dask's name, sets this one switch.
+  bool fuse = true;
+  // Optimizer passes to skip one by one, by name (kOptionalPasses).
   std::set<std::string> disabled_passes;
 };
 

@@ -30,8 +30,13 @@ std::string_view ExecutorName(ExecutorKind kind) {
     case ExecutorKind::kProcesses: return "processes";
     case ExecutorKind::kMpi: return "mpi";
     case ExecutorKind::kDask: return "dask";
+    case ExecutorKind::kRay: return "ray";
   }
   return "?";
+}
+
+bool IsExternalExecutor(ExecutorKind kind) {
+  return kind == ExecutorKind::kDask || kind == ExecutorKind::kRay;
 }
 
 std::string_view TierChoiceName(TierChoice tier) {
@@ -47,11 +52,11 @@ std::string_view TierChoiceName(TierChoice tier) {
 
 Result<ExecutorKind> ParseExecutor(std::string_view name) {
   for (ExecutorKind k : {ExecutorKind::kInline, ExecutorKind::kThreads, ExecutorKind::kProcesses,
-                         ExecutorKind::kMpi, ExecutorKind::kDask}) {
+                         ExecutorKind::kMpi, ExecutorKind::kDask, ExecutorKind::kRay}) {
     if (ExecutorName(k) == name) return k;
   }
   return InvalidArgumentError(fmt::format(
-      "unknown executor '{}' (expected inline, threads, processes, mpi or dask)", name));
+      "unknown executor '{}' (expected inline, threads, processes, mpi, dask or ray)", name));
 }
 
 Result<TierChoice> ParseTierChoice(std::string_view name) {
@@ -87,14 +92,18 @@ Result<ResolvedSpec> Resolve(const Spec& spec, bool collective) {
   if (spec.reserved_mem.is_set()) {
     STRATA_ASSIGN_OR_RETURN(r.reserved_mem, spec.reserved_mem.Resolve("reserved_mem"));
   }
+  if (spec.ram_tier_mem.is_set()) {
+    STRATA_ASSIGN_OR_RETURN(r.ram_tier_mem, spec.ram_tier_mem.Resolve("ram_tier_mem"));
+    if (r.ram_tier_mem < 0) return InvalidArgumentError("ram_tier_mem must not be negative");
+  }
   if (spec.total_system_mem.is_set()) {
     STRATA_ASSIGN_OR_RETURN(r.total_system_mem,
                             spec.total_system_mem.Resolve("total_system_mem"));
   }
   if (spec.total_system_mem.is_set() && spec.executor != ExecutorKind::kMpi &&
-      spec.executor != ExecutorKind::kDask) {
+      !IsExternalExecutor(spec.executor)) {
     // More than the machine has cannot be admitted against: what it has is.
-    // (Under mpi and dask it is the memory of other machines too.)
+    // (Under mpi, dask and ray it is the memory of other machines too.)
     int64_t machine = PhysicalMemoryBytes();
     if (std::optional<int64_t> cgroup = CgroupMemoryLimitBytes(); cgroup && *cgroup < machine) {
       machine = *cgroup;

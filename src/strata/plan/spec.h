@@ -41,15 +41,19 @@ class ByteSize {
   std::optional<std::string> text_;
 };
 
-// kDask: Strata's tasks on a Dask cluster (distributed.Client), driven from
-// Python (python/strata/_dask.py); planned as threads are, with
-// total_system_mem and workers the cluster's (not capped by this machine's).
-enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi, kDask };
+// kDask, kRay: Strata's tasks on a scheduler that is not Strata's (a Dask
+// distributed.Client, a Ray cluster), driven from Python
+// (python/strata/_dask.py, _ray.py) through runtime/external_run.h; planned
+// as threads are, with total_system_mem and workers the cluster's (not
+// capped by this machine's).
+enum class ExecutorKind { kInline, kThreads, kProcesses, kMpi, kDask, kRay };
 // kSpill: the memory tier with RAM for only half of the intermediates, so
 // that blocks spill per chunk (for tests and experiments).
 enum class TierChoice { kAuto, kMemory, kDisk, kObject, kSpill };
 
 std::string_view ExecutorName(ExecutorKind kind);
+// True for the executors whose tasks an external scheduler runs (dask, ray).
+bool IsExternalExecutor(ExecutorKind kind);
 std::string_view TierChoiceName(TierChoice tier);
 Result<ExecutorKind> ParseExecutor(std::string_view name);
 Result<TierChoice> ParseTierChoice(std::string_view name);
@@ -92,9 +96,13 @@ struct Spec {
   double heartbeat_timeout = 60;
   // Optimizer passes (each can be switched off; see plan/planner.h).
   bool fuse = true;
-  // The dask executor: the address of the scheduler the arrays compute on
-  // (the package finds the distributed.Client connected to it).
+  // The dask and ray executors: the address of the scheduler or cluster the
+  // arrays compute on (the package finds the client connected to it).
   std::string scheduler;
+  // The ray executor: the capacity of the cluster's object store, where its
+  // memory-tier blocks live; the RAM tier holds no more than this. Unset: no
+  // bound beside total_system_mem's.
+  ByteSize ram_tier_mem;
 };
 
 // A Spec with every size resolved and every default filled in.
@@ -112,6 +120,13 @@ struct ResolvedSpec {
   double backup_slowdown = 3.0;
   double heartbeat_timeout = 60;
   bool fuse = true;
+  int64_t ram_tier_mem = 0;  // 0: unbounded (Spec::ram_tier_mem)
+
+  // What one task may use for chunks and scratch: allowed_mem - reserved_mem.
+  // The one place the task budget is derived; the planner's check, the api's
+  // chunk choices and the executors' pools all take it from here.
+  int64_t task_budget() const { return allowed_mem - reserved_mem; }
+
   // What was adjusted, for the caller to show (e.g. a total_system_mem larger
   // than the machine's memory, lowered to it).
   std::vector<std::string> warnings;
@@ -133,11 +148,6 @@ Status ValidateSpec(const Spec& spec);
 // does not resolve (plan() reports why). For the API while it builds graphs
 // (auto chunks, reduction fan-in), before a plan exists.
 ResolvedSpec ResolveSpecLocally(const Spec& spec);
-
-// What one task may use for chunks and scratch: allowed_mem - reserved_mem.
-inline int64_t TaskBudget(const ResolvedSpec& spec) {
-  return spec.allowed_mem - spec.reserved_mem;
-}
 
 inline constexpr int64_t kDefaultAllowedMem = 2'000'000'000;
 inline constexpr int64_t kDefaultReservedMem = 16'000'000;

@@ -93,7 +93,7 @@ Array Create(const Shape& shape, py::handle chunks, DType dtype, const Spec& spe
 Spec MakeSpec(py::object work_dir, py::object allowed_mem, py::object reserved_mem,
               py::object total_system_mem, py::object executor, py::object workers,
               py::object tier, py::object object_store_url, py::object retries, py::object fuse,
-              py::object scheduler) {
+              py::object scheduler, py::object ram_tier_mem) {
   constexpr int64_t kIntMin = std::numeric_limits<int>::min();
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   Spec spec;
@@ -108,6 +108,7 @@ Spec MakeSpec(py::object work_dir, py::object allowed_mem, py::object reserved_m
   spec.retries = static_cast<int>(ToInt64Arg(retries, "Spec: retries", kIntMin, kIntMax));
   spec.fuse = ToBoolArg(fuse, "Spec: fuse");
   spec.scheduler = ToStrArg(scheduler, "Spec: scheduler");
+  spec.ram_tier_mem = ToByteSizeArg(ram_tier_mem, "Spec: ram_tier_mem");
   // Errors in the settings now, not at the first compute. (Under MPI this
   // would be collective; the mpi executor's spec is checked by plan().)
   if (spec.executor != ExecutorKind::kMpi) Unwrap(ResolveSpec(spec));
@@ -128,6 +129,7 @@ py::dict ResolvedSpecDict(const Spec& spec) {
   d["workers"] = r.workers;
   d["tier"] = std::string(TierChoiceName(r.tier));
   d["object_store_url"] = r.object_store_url;
+  d["ram_tier_mem"] = r.ram_tier_mem;
   d["retries"] = r.retries;
   d["fuse"] = r.fuse;
   return d;
@@ -255,7 +257,8 @@ void RegisterArray(py::module_& m) {
            py::arg("total_system_mem") = py::none(), py::arg("executor") = py::str("threads"),
            py::arg("workers") = py::int_(0), py::arg("tier") = py::str("auto"),
            py::arg("object_store_url") = py::str(""), py::arg("retries") = py::int_(2),
-           py::arg("fuse") = py::bool_(true), py::arg("scheduler") = py::str(""))
+           py::arg("fuse") = py::bool_(true), py::arg("scheduler") = py::str(""),
+           py::arg("ram_tier_mem") = py::none())
       .def_readonly("work_dir", &Spec::work_dir)
       .def_property_readonly("executor",
                              [](const Spec& s) { return std::string(ExecutorName(s.executor)); })

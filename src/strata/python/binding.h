@@ -115,9 +115,10 @@ void RegisterCompute(py::module_& m);
 // map_blocks, map_overlap and apply_gufunc with Python functions
 // (block_functions.cc).
 void RegisterBlockFunctions(py::module_& m);
-void RegisterDask(py::module_& m);
+void RegisterExternalRun(py::module_& m);
 // `_strata.Store` and `open_store` (store.cc).
 void RegisterStore(py::module_& m);
+void RegisterHierarchy(py::module_& m);
 
 }  // namespace strata::python
 

@@ -13,12 +13,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "strata/api/visualize.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/python/binding.h"
 #include "strata/runtime/executor.h"
 
@@ -29,8 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 // The first Python exception raised by a callback during one compute.
 struct CallbackErrors {
-  std::mutex mu;
-  std::optional<py::error_already_set> first;  // guarded by mu; touched with the GIL
+  Mutex mu;
+  std::optional<py::error_already_set> first STRATA_GUARDED_BY(mu);  // touched with the GIL
 };
 
 py::dict OpDict(const PlannedOp& op) {
@@ -118,7 +117,7 @@ class PythonCallback : public Callback {
     try {
       target_.attr(method)(make());
     } catch (py::error_already_set& e) {
-      std::lock_guard lock(errors_->mu);
+      MutexLock lock(&errors_->mu);
       if (!errors_->first) errors_->first.emplace(std::move(e));
       cancel_->store(true);
     }
@@ -133,10 +132,10 @@ class PythonCallback : public Callback {
 // cancel them and wait: a compute on a daemon thread would otherwise still be
 // running C++ tasks while Python and then the C++ statics are torn down.
 struct RunningComputes {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::shared_ptr<std::atomic<bool>>> cancels;  // guarded by mu
-  bool shutting_down = false;                               // guarded by mu
+  Mutex mu;
+  CondVar cv;
+  std::vector<std::shared_ptr<std::atomic<bool>>> cancels STRATA_GUARDED_BY(mu);
+  bool shutting_down STRATA_GUARDED_BY(mu) = false;
 };
 RunningComputes& Running() {
   static auto* r = new RunningComputes();  // never destroyed: used during exit
@@ -149,15 +148,15 @@ class ComputeRegistration {
   explicit ComputeRegistration(std::shared_ptr<std::atomic<bool>> cancel)
       : cancel_(std::move(cancel)) {
     RunningComputes& r = Running();
-    std::lock_guard lock(r.mu);
+    MutexLock lock(&r.mu);
     if (r.shutting_down) cancel_->store(true);
     r.cancels.push_back(cancel_);
   }
   ~ComputeRegistration() {
     RunningComputes& r = Running();
-    std::lock_guard lock(r.mu);
+    MutexLock lock(&r.mu);
     std::erase(r.cancels, cancel_);
-    r.cv.notify_all();
+    r.cv.SignalAll();
   }
 
  private:
@@ -169,11 +168,14 @@ class ComputeRegistration {
 void Shutdown(double timeout_seconds) {
   RunningComputes& r = Running();
   py::gil_scoped_release release;
-  std::unique_lock lock(r.mu);
+  MutexLock lock(&r.mu);
   r.shutting_down = true;
   for (auto& c : r.cancels) c->store(true);
-  r.cv.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
-                [&] { return r.cancels.empty(); });
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(timeout_seconds));
+  while (!r.cancels.empty() && r.cv.WaitUntil(&r.mu, deadline)) {
+  }
 }
 
 // Runs `fn` (C++ only, no Python) on a thread of its own while this thread
@@ -181,21 +183,27 @@ void Shutdown(double timeout_seconds) {
 template <typename T>
 Result<T> RunInterruptibly(std::function<Result<T>()> fn, std::atomic<bool>& cancel,
                            std::optional<py::error_already_set>& interrupt) {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<Result<T>> out;  // guarded by mu
+  struct Outcome {
+    Mutex mu;
+    CondVar cv;
+    std::optional<Result<T>> value STRATA_GUARDED_BY(mu);
+  } out;
   {
     py::gil_scoped_release release;
     std::thread worker([&] {
       Result<T> r = fn();
-      std::lock_guard lock(mu);
-      out.emplace(std::move(r));
-      cv.notify_all();
+      MutexLock lock(&out.mu);
+      out.value.emplace(std::move(r));
+      out.cv.SignalAll();
     });
     while (true) {
-      std::unique_lock lock(mu);
-      if (cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return out.has_value(); })) break;
-      lock.unlock();
+      {
+        MutexLock lock(&out.mu);
+        const auto deadline = Clock::now() + std::chrono::milliseconds(50);
+        while (!out.value && out.cv.WaitUntil(&out.mu, deadline)) {
+        }
+        if (out.value) break;
+      }
       if (interrupt || _Py_IsFinalizing()) continue;
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) {
@@ -205,12 +213,13 @@ Result<T> RunInterruptibly(std::function<Result<T>()> fn, std::atomic<bool>& can
     }
     worker.join();
   }
-  return std::move(*out);
+  MutexLock lock(&out.mu);
+  return std::move(*out.value);
 }
 
 std::shared_ptr<const Plan> PlanOf(const std::vector<Array>& arrays, bool fuse) {
   PlanOptions options;
-  if (!fuse) options.disabled_passes.insert("fuse");
+  options.fuse = fuse;  // optimize_graph: PlanOptions::fuse, as Spec(fuse=False)
   Result<std::shared_ptr<const Plan>> p = InvalidArgumentError("unset");
   {
     py::gil_scoped_release release;
@@ -245,7 +254,12 @@ py::list ComputeWith(const std::vector<Array>& arrays, py::object callback, bool
     options.callbacks.clear();  // PythonCallback's destructor takes the GIL
   }
   if (interrupt) throw std::move(*interrupt);
-  if (errors->first) throw std::move(*errors->first);
+  std::optional<py::error_already_set> callback_error;
+  {
+    MutexLock lock(&errors->mu);
+    if (errors->first) callback_error.emplace(std::move(*errors->first));
+  }
+  if (callback_error) throw std::move(*callback_error);
   ComputeResult result = Unwrap(std::move(r), Phase::kCompute);
   py::list out;
   for (auto& a : result.arrays) {

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 
+#include "strata/base/thread_annotations.h"
 #include "strata/python/binding.h"
 
 namespace strata::python {
@@ -14,8 +14,9 @@ namespace {
 PyObject* g_plan_error = nullptr;
 PyObject* g_linalg_error = nullptr;
 
-std::mutex g_errors_mu;
-std::map<uint64_t, py::object>* g_errors = nullptr;  // guarded by g_errors_mu; leaked at exit
+Mutex g_errors_mu;
+// Leaked at exit.
+std::map<uint64_t, py::object>* g_errors STRATA_GUARDED_BY(g_errors_mu) = nullptr;
 std::atomic<uint64_t> g_next_error{1};
 
 constexpr std::string_view kTag = " [python exception ";
@@ -37,7 +38,7 @@ std::pair<uint64_t, size_t> FindTag(std::string_view message) {
 py::object TakePythonError(std::string_view message) {
   const auto [id, at] = FindTag(message);
   if (at == std::string_view::npos) return py::object();
-  std::lock_guard lock(g_errors_mu);
+  MutexLock lock(&g_errors_mu);
   if (!g_errors) return py::object();
   auto it = g_errors->find(id);
   if (it == g_errors->end()) return py::object();
@@ -89,7 +90,7 @@ std::string StashPythonError(py::error_already_set& e) {
   std::string what = fmt::format("{}: {}", py::str(e.type().attr("__name__")).cast<std::string>(),
                                  py::str(e.value()).cast<std::string>());
   {
-    std::lock_guard lock(g_errors_mu);
+    MutexLock lock(&g_errors_mu);
     if (!g_errors) g_errors = new std::map<uint64_t, py::object>();
     (*g_errors)[id] = e.value();
   }
@@ -99,7 +100,7 @@ std::string StashPythonError(py::error_already_set& e) {
 std::string StashPythonObject(py::object exception) {
   const uint64_t id = g_next_error++;
   {
-    std::lock_guard lock(g_errors_mu);
+    MutexLock lock(&g_errors_mu);
     if (!g_errors) g_errors = new std::map<uint64_t, py::object>();
     (*g_errors)[id] = std::move(exception);
   }

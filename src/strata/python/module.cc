@@ -9,6 +9,7 @@ PYBIND11_MODULE(_strata, m) {
   strata::python::RegisterLinalg(m);
   strata::python::RegisterCompute(m);
   strata::python::RegisterBlockFunctions(m);
-  strata::python::RegisterDask(m);
+  strata::python::RegisterExternalRun(m);
   strata::python::RegisterStore(m);
+  strata::python::RegisterHierarchy(m);
 }

@@ -11,6 +11,7 @@
 #include "strata/storage/store.h"
 
 #include "strata/python/binding.h"
+#include "strata/storage/open_store.h"
 
 namespace strata::python {
 namespace {

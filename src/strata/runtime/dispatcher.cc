@@ -10,9 +10,11 @@
 #include <thread>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/commit_target.h"
 #include "strata/runtime/object_tier.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -33,7 +35,8 @@ std::unique_ptr<Dispatcher> MakeDispatcher(const Plan& plan, const ComputeOption
     case ExecutorKind::kThreads: return MakeThreadDispatcher(plan, options);
     case ExecutorKind::kProcesses: return MakeProcessDispatcher(plan, options);
     case ExecutorKind::kMpi: return MakeMpiDispatcher(plan, options);
-    case ExecutorKind::kDask: return MakeDaskDispatcher(plan, options);
+    case ExecutorKind::kDask:
+    case ExecutorKind::kRay: return MakeExternalDispatcher(plan, options);
   }
   return MakeThreadDispatcher(plan, options);
 }
@@ -45,7 +48,7 @@ Dispatcher::~Dispatcher() = default;
 
 void Dispatcher::Notify(const std::function<void(Callback&)>& fn) {
   if (!callbacks_here_) return;
-  std::lock_guard lock(callback_mu_);
+  MutexLock lock(&callback_mu_);
   for (const auto& cb : options_.callbacks) fn(*cb);
 }
 
@@ -69,7 +72,7 @@ Status Dispatcher::PrepareResults(int64_t memory, int64_t ram_tier, int task_slo
   // Measured (tests/interop/test_memory.py, threads): with idle buffers
   // allowed up to total_system_mem the process went ~30 MB past it, its
   // baseline beside a full allocator.
-  const int64_t task_budget = spec_.allowed_mem - spec_.reserved_mem;
+  const int64_t task_budget = spec_.task_budget();
   held_limit_ = root_pool_->allocator()->LimitHeld(
       std::max(memory - std::max(task_slots, 1) * spec_.reserved_mem, task_budget));
   tier_pool_ = root_pool_->NewChild({"memory tier", 0});
@@ -196,7 +199,7 @@ Status Dispatcher::SkipPrunedTasks() {
       NotifyTaskEnd(attempt, /*worker=*/-1, /*attempts=*/0, figures);
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       tasks_done_ += count;
       tasks_skipped_ += count;
     }
@@ -286,55 +289,54 @@ std::function<bool()> Dispatcher::SupersededCheck(int worker, int64_t attempt_id
   return [board, worker, attempt_id] { return board[worker].load() == attempt_id; };
 }
 
-Status Dispatcher::EraseDead(const std::vector<DeadBlock>& dead,
-                             std::unique_lock<std::mutex>& lock) {
+Status Dispatcher::EraseDead(const std::vector<DeadBlock>& dead) {
   if (dead.empty()) return Status::Ok();
-  lock.unlock();
+  mu_.Unlock();
   Status first;
   for (const DeadBlock& d : dead) {
     Status e = EraseBlock(d);
     if (!e.ok() && first.ok()) first = e;
   }
-  lock.lock();
+  mu_.Lock();
   for (const DeadBlock& d : dead) CountErased(d);
   return first;
 }
 
 void Dispatcher::WorkerLoop(int worker) {
   const bool backups = scheduler_options_.backups.enabled;
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
     if (!fatal_.ok() || scheduler_->done()) break;
     if (options_.cancel && options_.cancel->load()) {
       fatal_ = CancelledError(
           fmt::format("compute cancelled with {} tasks left", scheduler_->tasks_remaining()));
-      cv_.notify_all();
+      cv_.SignalAll();
       break;
     }
     scheduler_->SetNow(Seconds(Clock::now()));
     bool wake = false;
     std::optional<Attempt> attempt = scheduler_->Next(worker, &wake);
     if (!attempt) {
-      if (wake) cv_.notify_all();  // the task waits for another worker
+      if (wake) cv_.SignalAll();  // the task waits for another worker
       if (scheduler_->stalled()) {
         fatal_ = InternalError(fmt::format("scheduler stalled with {} tasks left and none ready",
                                            scheduler_->tasks_remaining()));
-        cv_.notify_all();
+        cv_.SignalAll();
         break;
       }
       if (scheduler_->live_workers() == 0) break;
       if (backups && LaunchBackups()) {
-        cv_.notify_all();
+        cv_.SignalAll();
         continue;  // this worker may take one
       }
       if (backups && scheduler_->running() > 0) {
-        cv_.wait_for(lock, kBackupTick);  // and look for stragglers again
+        cv_.WaitFor(&mu_, kBackupTick);  // and look for stragglers again
       } else {
-        cv_.wait(lock);
+        cv_.Wait(&mu_);
       }
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     const PlannedOp& op = plan_.ops()[attempt->task.op];
     if (attempt->first_of_op) {
       Notify([&](Callback& cb) {
@@ -343,7 +345,7 @@ void Dispatcher::WorkerLoop(int worker) {
       });
     }
     AttemptOutcome out = RunWithRetries(*attempt, worker);
-    lock.lock();
+    lock.Lock();
     scheduler_->SetNow(Seconds(Clock::now()));
     Attempt spent = *attempt;
     spent.number = out.attempts;
@@ -364,21 +366,21 @@ void Dispatcher::WorkerLoop(int worker) {
       } else {
         dead = scheduler_->Abandon(*attempt);
       }
-      Status erased = EraseDead(dead, lock);
+      Status erased = EraseDead(dead);
       if (!erased.ok() && fatal_.ok()) fatal_ = erased;
       if (out.worker_lost && scheduler_->live_workers() == 0 && fatal_.ok() &&
           !scheduler_->done()) {
         fatal_ = AllWorkersLost();
       }
-      cv_.notify_all();
+      cv_.SignalAll();
       if (out.worker_lost) break;
       continue;
     }
     if (!out.status.ok() && !out.worker_lost && RetryElsewhere() && IsRetryable(out.status) &&
         out.attempts <= spec_.retries) {
-      Status erased = EraseDead(scheduler_->Requeue(spent, worker), lock);
+      Status erased = EraseDead(scheduler_->Requeue(spent, worker));
       if (!erased.ok() && fatal_.ok()) fatal_ = erased;
-      cv_.notify_all();
+      cv_.SignalAll();
       continue;
     }
     if (out.worker_lost) {
@@ -388,19 +390,19 @@ void Dispatcher::WorkerLoop(int worker) {
       if (!out.status.ok() && fatal_.ok()) {
         fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
       }
-      Status erased = EraseDead(dead, lock);
+      Status erased = EraseDead(dead);
       if (!erased.ok() && fatal_.ok()) fatal_ = erased;
       if (scheduler_->live_workers() == 0 && fatal_.ok() && !scheduler_->done()) {
         fatal_ = AllWorkersLost();
       }
-      cv_.notify_all();
+      cv_.SignalAll();
       break;
     }
     if (!out.status.ok()) {
       std::vector<DeadBlock> dead = scheduler_->Abandon(*attempt);
       if (fatal_.ok()) fatal_ = WithTaskContext(attempt->task, out.status, out.attempts);
-      EraseDead(dead, lock).IgnoreError();
-      cv_.notify_all();
+      EraseDead(dead).IgnoreError();
+      cv_.SignalAll();
       continue;
     }
     Scheduler::Completion done = scheduler_->Succeeded(*attempt, worker);
@@ -409,7 +411,7 @@ void Dispatcher::WorkerLoop(int worker) {
     ++tasks_done_;
     zarr_bytes_read_ += out.figures.zarr_bytes_read;
     if (out.figures.skipped) ++tasks_skipped_;
-    lock.unlock();
+    lock.Unlock();
     NotifyTaskEnd(*attempt, worker, out.attempts, out.figures);
     Status post;
     for (int f : done.finished_ops) {
@@ -419,11 +421,11 @@ void Dispatcher::WorkerLoop(int worker) {
       }
       Notify([&](Callback& cb) { cb.OnOpEnd(finished); });
     }
-    lock.lock();
-    Status erased = EraseDead(done.dead, lock);
+    lock.Lock();
+    Status erased = EraseDead(done.dead);
     if (post.ok()) post = erased;
     if (!post.ok() && fatal_.ok()) fatal_ = post;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
@@ -442,7 +444,7 @@ Status Dispatcher::AllWorkersLost() {
 Status Dispatcher::DriveWorkers(int workers) {
   STRATA_RETURN_IF_ERROR(SkipPrunedTasks());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     scheduler_options_ = MakeSchedulerOptions();
     scheduler_options_.pruned = pruned_;
     BackupPolicy& backups = scheduler_options_.backups;
@@ -458,7 +460,7 @@ Status Dispatcher::DriveWorkers(int workers) {
   for (int w = 1; w < workers; ++w) threads.emplace_back([this, w] { WorkerLoop(w); });
   WorkerLoop(0);
   for (auto& t : threads) t.join();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return fatal_;
 }
 
@@ -471,6 +473,7 @@ int64_t Dispatcher::TierBytesWritten() const {
 }
 
 Status Dispatcher::Finish(ComputeSummary* summary) {
+  MutexLock lock(&mu_);  // the workers are gone; the lock is for the analysis
   summary->intermediate_bytes_written = TierBytesWritten() + worker_disk_bytes_;
   summary->tasks = tasks_done_;
   summary->tasks_skipped = tasks_skipped_;

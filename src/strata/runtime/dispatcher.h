@@ -1,7 +1,8 @@
 // Dispatcher: carries a Plan out on one executor. One subclass per executor,
 // each in its own file (inline_dispatcher.cc, thread_dispatcher.cc,
-// process_dispatcher.cc, mpi_dispatcher.cc, dask_dispatcher.cc); adding an executor is one new
-// file and one line in MakeDispatcher.
+// process_dispatcher.cc, mpi_dispatcher.cc, external_dispatcher.cc for dask
+// and ray); adding an executor is one new file and one line in
+// MakeDispatcher.
 //
 // A compute goes through the same steps on every executor (Execute):
 //   Prepare     pools and results, the store targets, one tier per
@@ -28,20 +29,20 @@
 // for the moment when both attempts publish at once.
 //
 // Thread-safety: Execute blocks until the compute is over; the worker loops
-// share the dispatcher's state under mu_ as marked.
+// share the dispatcher's state under mu_ as marked (STRATA_GUARDED_BY, checked
+// by clang: scripts/check-thread-safety.sh).
 #ifndef STRATA_RUNTIME_DISPATCHER_H_
 #define STRATA_RUNTIME_DISPATCHER_H_
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "strata/base/thread_annotations.h"
 #include "strata/plan/planner.h"
 #include "strata/runtime/callbacks.h"
 #include "strata/runtime/executor.h"
@@ -99,8 +100,8 @@ class Dispatcher {
   // attempt that was superseded); a dead block was erased (under mu_, after
   // the erase). Both update scheduler_->SetResident and the peak.
   virtual void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
-                             bool duplicate);
-  virtual void CountErased(const DeadBlock& block);
+                             bool duplicate) STRATA_REQUIRES(mu_);
+  virtual void CountErased(const DeadBlock& block) STRATA_REQUIRES(mu_);
   // Whether the block a superseded attempt of `op` published is a private
   // copy on its worker that must be erased there (mpi's memory tier), rather
   // than the one shared block (a publish-once Put kept the first).
@@ -110,7 +111,7 @@ class Dispatcher {
   // Erases a dead block from its tier.
   virtual Status EraseBlock(const DeadBlock& block);
   // The error when every worker is gone with tasks left.
-  virtual Status AllWorkersLost();
+  virtual Status AllWorkersLost() STRATA_REQUIRES(mu_);
   // The Scheduler's options (memory domains, locality).
   virtual SchedulerOptions MakeSchedulerOptions() const;
   // The name of an op's files and objects in shared tiers.
@@ -142,7 +143,7 @@ class Dispatcher {
   Status DriveWorkers(int workers);
   // Tells the worker of a superseded attempt (under mu_). Default: through
   // superseded_board_.
-  virtual void MarkSuperseded(const Superseded& s);
+  virtual void MarkSuperseded(const Superseded& s) STRATA_REQUIRES(mu_);
   // For TaskRunner::Run: whether attempt `attempt_id` on `worker` was
   // superseded (reads superseded_board_, from any thread or process).
   std::function<bool()> SupersededCheck(int worker, int64_t attempt_id) const;
@@ -158,7 +159,7 @@ class Dispatcher {
   // Cleanup's parts: each tier's leftovers; the run directory.
   Status CleanupTiers();
   Status RemoveRunDir();
-  void Notify(const std::function<void(Callback&)>& fn);
+  void Notify(const std::function<void(Callback&)>& fn) STRATA_EXCLUDES(callback_mu_);
   double Seconds(Clock::time_point t) const {
     return std::chrono::duration<double>(t - start_).count();
   }
@@ -191,32 +192,34 @@ class Dispatcher {
   // Tasks a resumed run does not run; set by SkipPrunedTasks, then read-only.
   std::shared_ptr<const PrunedTasks> pruned_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::unique_ptr<Scheduler> scheduler_;  // guarded by mu_
-  SchedulerOptions scheduler_options_;    // set by DriveWorkers
-  Status fatal_;                          // guarded by mu_
-  int64_t peak_resident_ = 0;             // guarded by mu_
-  int64_t resident_ = 0;                  // guarded by mu_ (threads, processes)
-  int64_t worker_disk_bytes_ = 0;         // guarded by mu_: reported by other processes
-  int64_t tasks_done_ = 0;                // guarded by mu_
-  int64_t tasks_skipped_ = 0;             // guarded by mu_
-  int64_t zarr_bytes_read_ = 0;           // guarded by mu_: by successful tasks
-  int64_t hung_workers_killed_ = 0;       // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::unique_ptr<Scheduler> scheduler_ STRATA_GUARDED_BY(mu_);
+  SchedulerOptions scheduler_options_;  // set by DriveWorkers
+  Status fatal_ STRATA_GUARDED_BY(mu_);
+  int64_t peak_resident_ STRATA_GUARDED_BY(mu_) = 0;
+  int64_t resident_ STRATA_GUARDED_BY(mu_) = 0;  // threads, processes
+  // Reported by other processes.
+  int64_t worker_disk_bytes_ STRATA_GUARDED_BY(mu_) = 0;
+  int64_t tasks_done_ STRATA_GUARDED_BY(mu_) = 0;
+  int64_t tasks_skipped_ STRATA_GUARDED_BY(mu_) = 0;
+  int64_t zarr_bytes_read_ STRATA_GUARDED_BY(mu_) = 0;  // by successful tasks
+  int64_t hung_workers_killed_ STRATA_GUARDED_BY(mu_) = 0;
 
   // How often idle workers look for stragglers.
   static constexpr std::chrono::milliseconds kBackupTick{20};
 
  private:
-  void WorkerLoop(int worker);
-  // Queues backups of the stragglers (under mu_); true when it queued any.
-  bool LaunchBackups();
-  // Erases `dead` from their tiers (called without mu_; takes it to count).
-  Status EraseDead(const std::vector<DeadBlock>& dead, std::unique_lock<std::mutex>& lock);
+  void WorkerLoop(int worker) STRATA_EXCLUDES(mu_);
+  // Queues backups of the stragglers; true when it queued any.
+  bool LaunchBackups() STRATA_REQUIRES(mu_);
+  // Erases `dead` from their tiers: releases mu_ (held by the caller) for the
+  // erases and takes it back to count them.
+  Status EraseDead(const std::vector<DeadBlock>& dead) STRATA_REQUIRES(mu_);
   std::unique_ptr<std::atomic<int64_t>[]> local_board_;
   // One attempt and, when the executor retries in place, its retries.
   AttemptOutcome RunWithRetries(const Attempt& attempt, int worker);
-  std::mutex callback_mu_;
+  Mutex callback_mu_;  // one callback at a time, in order
 };
 
 // The dispatcher for the plan's executor.
@@ -228,7 +231,9 @@ std::unique_ptr<Dispatcher> MakeThreadDispatcher(const Plan& plan, const Compute
 std::unique_ptr<Dispatcher> MakeProcessDispatcher(const Plan& plan,
                                                   const ComputeOptions& options);
 std::unique_ptr<Dispatcher> MakeMpiDispatcher(const Plan& plan, const ComputeOptions& options);
-std::unique_ptr<Dispatcher> MakeDaskDispatcher(const Plan& plan, const ComputeOptions& options);
+// dask and ray: the calling process's half of an ExternalRun.
+std::unique_ptr<Dispatcher> MakeExternalDispatcher(const Plan& plan,
+                                                   const ComputeOptions& options);
 
 // The resident set of this process, in bytes (0 when unknown).
 int64_t CurrentRss();

@@ -58,7 +58,7 @@ struct ComputeOptions {
   // no new task starts, running tasks finish, intermediates are cleaned up as
   // after any failure, and Execute returns Cancelled. Null: not cancellable.
   std::shared_ptr<const std::atomic<bool>> cancel;
-  // The dask executor: runs the task graph on a scheduler outside Strata
+  // The dask and ray executors: runs the task graph on a scheduler outside Strata
   // (external_run.h) and returns the first failure, or Ok when every task
   // is done. Required by that executor, ignored by the others.
   std::function<Status(ExternalRun&)> external;

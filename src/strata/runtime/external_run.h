@@ -1,7 +1,7 @@
 // Running a plan on a scheduler that is not Strata's (the `dask` executor:
-// a distributed.Client), in two halves.
+// a distributed.Client; the `ray` executor: a Ray cluster), in two halves.
 //
-//   ExternalRun  the calling process's half: a Dispatcher (dask_dispatcher.cc)
+//   ExternalRun  the calling process's half: a Dispatcher (external_dispatcher.cc)
 //                that prepares the run as every executor does (results,
 //                store targets, the run directory under work_dir, the
 //                object-tier prefix), hands the chunk-level task graph to
@@ -16,7 +16,8 @@
 //                them. Run computes one task through the TaskRunner. A
 //                memory-tier block is never stored: the task's block is
 //                returned to the caller (Dask keeps it in the worker's memory
-//                and moves it to readers on other workers), and a task is
+//                and moves it to readers on other workers; Ray puts it in
+//                its object store, where readers map it), and a task is
 //                given the memory-tier blocks it reads (Lend) for the length
 //                of its run. Disk and object blocks go to the run's shared
 //                directory or prefix, which only the calling process removes.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/runtime/shm_store.h"
+#include "strata/storage/local_store.h"
 
 namespace strata {
 namespace {
@@ -93,7 +94,7 @@ Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) 
   const int64_t bytes = data.nbytes();
   Shape key(block.begin(), block.end());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (blocks_.count(key)) return Status::Ok();
   }
   Entry entry;
@@ -105,7 +106,7 @@ Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) 
     STRATA_RETURN_IF_ERROR(Spill(block, data, &entry.path));
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!blocks_.count(key)) {
       if (entry.data) {
         resident_ += bytes;
@@ -128,7 +129,7 @@ Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) 
 
 Result<MemoryIntermediateStore::Entry> MemoryIntermediateStore::Find(
     std::span<const Index> block) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = blocks_.find(Shape(block.begin(), block.end()));
   if (it == blocks_.end()) {
     return InternalError(
@@ -149,7 +150,7 @@ Result<std::shared_ptr<const NDArray>> MemoryIntermediateStore::Get(std::span<co
 
 std::shared_ptr<const NDArray> MemoryIntermediateStore::InRam(
     std::span<const Index> block) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = blocks_.find(Shape(block.begin(), block.end()));
   return it == blocks_.end() ? nullptr : it->second.data;
 }
@@ -167,7 +168,7 @@ Status MemoryIntermediateStore::GetRegion(std::span<const Index> block, const Bo
 Status MemoryIntermediateStore::Erase(std::span<const Index> block) {
   Entry doomed;  // freed outside the lock
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.find(Shape(block.begin(), block.end()));
     if (it == blocks_.end()) return Status::Ok();
     doomed = std::move(it->second);
@@ -184,14 +185,14 @@ Status MemoryIntermediateStore::Erase(std::span<const Index> block) {
 }
 
 int64_t MemoryIntermediateStore::resident_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return resident_;
 }
 
 Status MemoryIntermediateStore::Cleanup() {
   std::map<Shape, Entry> doomed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     doomed.swap(blocks_);
     if (budget_) budget_->Release(resident_);
     resident_ = 0;
@@ -346,7 +347,7 @@ Result<NDArray> ShmIntermediateStore::NewBlock(std::span<const Index> block, DTy
   Prefault(created->data(), created->data() + bytes, /*write=*/true);
   auto pending = std::make_shared<Pending>(store_, id, created->data());
   {
-    std::lock_guard lock(pending_mu_);
+    MutexLock lock(&pending_mu_);
     pending_[{id.array, id.block}] = pending;
   }
   return NDArray::FromBuffer(Buffer::External(created->data(), bytes, pending), dtype,
@@ -355,7 +356,7 @@ Result<NDArray> ShmIntermediateStore::NewBlock(std::span<const Index> block, DTy
 
 std::shared_ptr<ShmIntermediateStore::Pending> ShmIntermediateStore::TakePending(
     std::span<const Index> block, const std::byte* data) {
-  std::lock_guard lock(pending_mu_);
+  MutexLock lock(&pending_mu_);
   for (int copy = 0; copy < 2; ++copy) {
     const ObjectId id = Id(block, copy);
     auto it = pending_.find({id.array, id.block});

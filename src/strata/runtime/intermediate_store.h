@@ -42,17 +42,18 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "strata/base/status.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
 #include "strata/runtime/tier_io.h"
+#include "strata/storage/local_store.h"
 #include "strata/storage/store.h"
 
 namespace strata {
@@ -156,9 +157,9 @@ class MemoryIntermediateStore : public IntermediateStore {
   std::shared_ptr<MemoryPool> pool_;
   std::shared_ptr<RamBudget> budget_;
   std::string spill_dir_;
-  mutable std::mutex mu_;
-  std::map<Shape, Entry> blocks_;
-  int64_t resident_ = 0;
+  mutable Mutex mu_;
+  std::map<Shape, Entry> blocks_ STRATA_GUARDED_BY(mu_);
+  int64_t resident_ STRATA_GUARDED_BY(mu_) = 0;
   std::once_flag made_spill_dir_;
   Status spill_dir_status_;
   std::atomic<int64_t> spilled_bytes_{0};
@@ -263,9 +264,10 @@ class ShmIntermediateStore : public IntermediateStore {
   std::once_flag made_fallback_dir_;
   Status fallback_dir_status_;
   std::atomic<int64_t> fallback_bytes_{0};
-  std::mutex pending_mu_;
-  // By object id (array, block); guarded by pending_mu_.
-  std::map<std::pair<int64_t, int64_t>, std::weak_ptr<Pending>> pending_;
+  Mutex pending_mu_;
+  // By object id (array, block).
+  std::map<std::pair<int64_t, int64_t>, std::weak_ptr<Pending>> pending_
+      STRATA_GUARDED_BY(pending_mu_);
 };
 
 }  // namespace strata

@@ -19,6 +19,7 @@
 #include "strata/plan/rechunk_plan.h"
 #include "strata/runtime/object_tier.h"
 #include "strata/runtime/shm_store.h"
+#include "strata/storage/memory_store.h"
 #include "strata/storage/store.h"
 
 namespace strata {

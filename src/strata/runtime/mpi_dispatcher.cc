@@ -40,6 +40,7 @@
 #include "strata/base/byte_size.h"
 #include "strata/base/mpi.h"
 #include "strata/base/system_info.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/runtime/dispatcher.h"
 #include "strata/runtime/mpi_rank_watch.h"
 #include "strata/runtime/mpi_tier.h"
@@ -66,20 +67,20 @@ constexpr int kTagReply = 0x5402;  // (and 0x5403: RankWatch's heartbeats)
 class OwnerTable {
  public:
   void Set(int op, Index block, int owner) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     owners_[Key(op, block)] = static_cast<int16_t>(owner);
   }
   int Get(int op, Index block) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = owners_.find(Key(op, block));
     return it == owners_.end() ? -1 : it->second;
   }
   void Forget(int op, Index block) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     owners_.erase(Key(op, block));
   }
   void Clear() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     owners_.clear();
   }
 
@@ -87,8 +88,8 @@ class OwnerTable {
   static uint64_t Key(int op, Index block) {
     return (static_cast<uint64_t>(op) << 48) ^ static_cast<uint64_t>(block);
   }
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, int16_t> owners_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, int16_t> owners_ STRATA_GUARDED_BY(mu_);
 };
 
 class MpiDispatcher : public Dispatcher {
@@ -107,13 +108,13 @@ class MpiDispatcher : public Dispatcher {
   AttemptOutcome RunAttempt(const Attempt& attempt, int worker) override;
   bool RetryElsewhere() const override { return true; }
   void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
-                     bool duplicate) override;
-  void CountErased(const DeadBlock& block) override;
+                     bool duplicate) override STRATA_REQUIRES(mu_);
+  void CountErased(const DeadBlock& block) override STRATA_REQUIRES(mu_);
   Status EraseBlock(const DeadBlock& block) override;
   bool KeepsPrivateCopies(const PlannedOp& op) const override {
     return op.tier == Tier::kMemory;
   }
-  void MarkSuperseded(const Superseded& s) override;
+  void MarkSuperseded(const Superseded& s) override STRATA_REQUIRES(mu_);
   SchedulerOptions MakeSchedulerOptions() const override;
   // Array names count arrays made in the process, and a rank may have made
   // others before: shared tiers name ops by index.
@@ -136,7 +137,8 @@ class MpiDispatcher : public Dispatcher {
   int rank_ = 0;
   std::vector<int64_t> rank_share_;     // memory each rank may use
   std::vector<int64_t> rank_ram_;       // each rank's share of the memory tier's RAM
-  std::vector<int64_t> rank_resident_;  // guarded by mu_ (rank 0): memory-tier bytes held
+  // Rank 0: the memory-tier bytes each rank holds.
+  std::vector<int64_t> rank_resident_ STRATA_GUARDED_BY(mu_);
   OwnerTable owners_;
   std::unique_ptr<BlockServer> server_;
   // This rank's superseded board (Dispatcher::superseded_board_): rank 0's
@@ -242,7 +244,10 @@ Status MpiDispatcher::PrepareRanks() {
   }
   rank_share_.assign(ranks, 0);
   rank_ram_.assign(ranks, 0);
-  rank_resident_.assign(ranks, 0);
+  {
+    MutexLock lock(&mu_);
+    rank_resident_.assign(ranks, 0);
+  }
   for (int r = 0; r < ranks; ++r) {
     const double part = static_cast<double>(host_memory[r]) /
                         static_cast<double>(std::max<int64_t>(hosts_total, 1)) /
@@ -380,7 +385,7 @@ Status MpiDispatcher::RunOnRank(const Attempt& attempt, int rank, TaskFigures* f
   }
   std::memcpy(&reply, bytes.data(), sizeof reply);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     worker_disk_bytes_ += reply.disk_bytes;
   }
   *figures = reply.figures();

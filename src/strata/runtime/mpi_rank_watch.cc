@@ -29,10 +29,12 @@ void RankWatch::Loop() {
   while (true) {
     {
       // Until Stop, wake for the next beat; then poll for the bye/ack.
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       const bool seen = stopping;
-      cv_.wait_until(lock, seen ? Clock::now() + std::chrono::milliseconds(1) : next_beat,
-                     [&] { return stopping_ && !seen; });
+      const Clock::time_point deadline =
+          seen ? Clock::now() + std::chrono::milliseconds(1) : next_beat;
+      while (!(stopping_ && !seen) && cv_.WaitUntil(&mu_, deadline)) {
+      }
       stopping = stopping_;
     }
     const Clock::time_point now = Clock::now();

@@ -3,13 +3,12 @@
 #ifndef STRATA_RUNTIME_MPI_RANK_WATCH_H_
 #define STRATA_RUNTIME_MPI_RANK_WATCH_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "strata/base/mpi.h"
+#include "strata/base/thread_annotations.h"
 
 namespace strata {
 namespace internal_runtime {
@@ -36,10 +35,10 @@ class RankWatch {
   void Stop() {
     if (!thread_.joinable()) return;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     thread_.join();
   }
 
@@ -47,7 +46,7 @@ class RankWatch {
   enum : int64_t { kBeat = 1, kBye = 2, kAck = 3 };
   static const int64_t kMessages[4];
 
-  void Loop();
+  void Loop() STRATA_EXCLUDES(mu_);
   void Post(int to, int64_t what) {
     Result<mpi::PendingSend> send =
         mpi::StartSend(to, kTagBeat, std::as_bytes(std::span(&kMessages[what], 1)));
@@ -65,9 +64,9 @@ class RankWatch {
   }
 
   const double timeout_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ STRATA_GUARDED_BY(mu_) = false;
   std::deque<mpi::PendingSend> sends_;  // the watch thread's
   std::thread thread_;
 };

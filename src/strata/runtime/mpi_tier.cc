@@ -5,9 +5,9 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 
 #include "strata/base/mpi.h"
+#include "strata/base/thread_annotations.h"
 
 namespace strata {
 namespace {
@@ -20,7 +20,7 @@ enum RequestType : int64_t { kFetch = 1, kErase = 2, kStop = 3, kSuperseded = 4 
 
 // One request at a time per rank, so that a header and its bytes are never
 // interleaved with another request's from the same owner.
-std::mutex fetch_mu;
+Mutex fetch_mu;
 
 std::span<const std::byte> AsBytes(const std::vector<int64_t>& v) {
   return std::as_bytes(std::span(v));
@@ -121,7 +121,7 @@ Status MpiIntermediateStore::Fetch(int owner, std::span<const RegionRead* const>
     request.insert(request.end(), r->region.origin.begin(), r->region.origin.end());
     request.insert(request.end(), r->region.shape.begin(), r->region.shape.end());
   }
-  std::lock_guard lock(fetch_mu);
+  MutexLock lock(&fetch_mu);
   STRATA_RETURN_IF_ERROR(mpi::Send(owner, kTagServe, AsBytes(request))
                              .WithContext(fmt::format("asking rank {} for blocks", owner)));
   // The owner answers each region in order, a header and then its bytes, and

@@ -55,6 +55,7 @@
 #include <thread>
 
 #include "strata/base/byte_size.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/commit_target.h"
 #include "strata/runtime/dispatcher.h"
@@ -143,9 +144,9 @@ class ProcessDispatcher : public Dispatcher {
   Result<std::unique_ptr<IntermediateStore>> MakeMemoryTier(const PlannedOp& op) override;
   AttemptOutcome RunAttempt(const Attempt& attempt, int worker) override;
   void CountProduced(const Attempt& attempt, int worker, const TaskFigures& figures,
-                     bool duplicate) override;
-  void CountErased(const DeadBlock& block) override;
-  Status AllWorkersLost() override;
+                     bool duplicate) override STRATA_REQUIRES(mu_);
+  void CountErased(const DeadBlock& block) override STRATA_REQUIRES(mu_);
+  Status AllWorkersLost() override STRATA_REQUIRES(mu_);
   SchedulerOptions MakeSchedulerOptions() const override {
     SchedulerOptions o = Dispatcher::MakeSchedulerOptions();
     o.locality = true;
@@ -161,7 +162,8 @@ class ProcessDispatcher : public Dispatcher {
   // Waits for `worker`'s reply to `attempt`, watching its heartbeat; kills
   // it when it is hung, or runs a superseded attempt after the compute is
   // over. False when the worker is gone (*why says how, when it was killed).
-  bool AwaitReply(const Attempt& attempt, int worker, WireReply* reply, std::string* why);
+  bool AwaitReply(const Attempt& attempt, int worker, WireReply* reply, std::string* why)
+      STRATA_EXCLUDES(mu_);
 
   std::unique_ptr<ShmStore> shm_;
   std::byte* result_map_ = nullptr;  // MAP_SHARED
@@ -170,7 +172,7 @@ class ProcessDispatcher : public Dispatcher {
   std::atomic<int64_t>* board_ = nullptr;  // MAP_SHARED (MapBoard)
   std::atomic<int64_t>& beats(int worker) { return board_[spec_.workers + worker]; }
   pid_t coordinator_pid_ = 0;
-  std::string last_death_;  // guarded by mu_: the last worker death, for the error
+  std::string last_death_ STRATA_GUARDED_BY(mu_);  // the last worker death, for the error
 };
 
 Status ProcessDispatcher::Prepare() {
@@ -334,7 +336,7 @@ void ProcessDispatcher::ChildMain(int fd, int worker) {
   // 45 MB over allowed_mem per worker, beyond the contract, in a spilling
   // rechunk; tests/interop/test_memory.py).
   const std::shared_ptr<void> held_limit =
-      root_pool_->allocator()->LimitHeld(spec_.allowed_mem - spec_.reserved_mem);
+      root_pool_->allocator()->LimitHeld(spec_.task_budget());
   while (true) {
     WireRequest request;
     if (!ReadFully(fd, &request, sizeof request)) ::_exit(0);
@@ -359,7 +361,7 @@ bool ProcessDispatcher::AwaitReply(const Attempt& attempt, int worker, WireReply
     if (n > 0) return ReadFully(proc.fd, reply, sizeof *reply);
     if (n < 0 && errno != EINTR) return false;
     const int64_t beats = this->beats(worker).load();
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     const double now = Seconds(Clock::now());
     if (static_cast<uint64_t>(beats) != proc.beats_seen) {
       proc.beats_seen = static_cast<uint64_t>(beats);
@@ -405,7 +407,7 @@ AttemptOutcome ProcessDispatcher::RunAttempt(const Attempt& attempt, int worker)
                                                     : "vanished");
     if (shm_) shm_->ReclaimProcess(proc.pid).IgnoreError();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       last_death_ = death;
     }
     out.worker_lost = true;
@@ -415,7 +417,7 @@ AttemptOutcome ProcessDispatcher::RunAttempt(const Attempt& attempt, int worker)
     return out;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     worker_disk_bytes_ += reply.disk_bytes;
   }
   proc.pool_peak = std::max(proc.pool_peak, reply.worker_pool_peak);

@@ -13,6 +13,7 @@
 
 #include "strata/base/process_info.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/memory_store.h"
 
 namespace strata {
 namespace {

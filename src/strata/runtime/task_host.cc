@@ -2,11 +2,12 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <mutex>
 
+#include "strata/base/thread_annotations.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/runtime/external_run.h"
 #include "strata/runtime/object_tier.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -32,13 +33,13 @@ class TaskHost::LentBlocks : public IntermediateStore {
                : std::string("nothing"),
           ShapeToString(shape), dtype_.name()));
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     Entry& e = blocks_[block];
     if (e.lent++ == 0) e.data = std::move(data);
     return Status::Ok();
   }
   void Return(const Shape& block) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.find(block);
     if (it != blocks_.end() && --it->second.lent == 0) blocks_.erase(it);
   }
@@ -49,7 +50,7 @@ class TaskHost::LentBlocks : public IntermediateStore {
   }
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& /*pool*/) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = blocks_.find(Shape(block.begin(), block.end()));
     if (it == blocks_.end()) {
       return InternalError(fmt::format("block {} of {} was not given to this task",
@@ -72,7 +73,7 @@ class TaskHost::LentBlocks : public IntermediateStore {
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return 0; }
   Status Cleanup() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     blocks_.clear();
     return Status::Ok();
   }
@@ -85,8 +86,8 @@ class TaskHost::LentBlocks : public IntermediateStore {
   std::string name_;
   ChunkGrid grid_;
   DType dtype_;
-  std::mutex mu_;
-  std::map<Shape, Entry> blocks_;  // guarded by mu_
+  Mutex mu_;
+  std::map<Shape, Entry> blocks_ STRATA_GUARDED_BY(mu_);
 };
 
 Result<std::unique_ptr<TaskHost>> TaskHost::Open(std::shared_ptr<const Plan> plan,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "strata/base/thread_annotations.h"
 #include "strata/core/kernels/elementwise.h"
 #include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -312,7 +313,7 @@ Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> bloc
   // the shard already: they hold the same values (tasks are deterministic),
   // and a second copy would take the shard past its size bound.
   auto added = [&](Index j) {
-    std::lock_guard lock(pending->mu);
+    MutexLock lock(&pending->mu);
     return pending->writer && pending->writer->has(j);
   };
   for (Index j = 0; j < layout.inner_per_shard(); ++j) {
@@ -332,7 +333,7 @@ Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> bloc
     STRATA_ASSIGN_OR_RETURN(std::optional<Buffer> bytes,
                             layout.EncodeInner(inner.view(), fill, *frame.pool));
     if (!bytes) continue;
-    std::lock_guard lock(pending->mu);
+    MutexLock lock(&pending->mu);
     if (pending->finished) return Status::Ok();  // a straggler: the shard is stored
     if (!pending->writer) {
       // The writer streams to the shard's temporary file (the planner splits
@@ -353,10 +354,11 @@ Status TaskRunner::StoreShardPiece(const Node& node, std::span<const Index> bloc
 std::shared_ptr<TaskRunner::PendingShard> TaskRunner::PendingShardOf(
     const Node& node, std::span<const Index> shard, Index parts) {
   const Index linear = LinearIndex(shard, node.target->array()->grid().grid_shape());
-  std::lock_guard lock(shards_mu_);
+  MutexLock lock(&shards_mu_);
   std::shared_ptr<PendingShard>& at = pending_shards_[{&node, linear}];
   if (!at) {
     at = std::make_shared<PendingShard>();
+    MutexLock lock(&at->mu);  // not shared yet; the lock is for the analysis
     at->added.assign(static_cast<size_t>(parts), false);
   }
   return at;
@@ -365,7 +367,7 @@ std::shared_ptr<TaskRunner::PendingShard> TaskRunner::PendingShardOf(
 Status TaskRunner::FinishShardPart(const Node& node, std::span<const Index> shard,
                                    PendingShard& pending, Index part) {
   const ZarrArray& array = *node.target->array();
-  std::lock_guard lock(pending.mu);
+  MutexLock lock(&pending.mu);
   if (pending.finished || pending.added[static_cast<size_t>(part)]) return Status::Ok();
   pending.added[static_cast<size_t>(part)] = true;
   if (++pending.count < static_cast<Index>(pending.added.size())) return Status::Ok();

@@ -21,12 +21,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "strata/base/thread_annotations.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
 #include "strata/plan/planner.h"
@@ -158,11 +158,11 @@ class TaskRunner {
   // A shard whose parts several tasks write: the writer (opened by the
   // first inner chunk to arrive), which parts are in.
   struct PendingShard {
-    std::mutex mu;
-    std::unique_ptr<ShardWriter> writer;  // guarded by mu
-    std::vector<bool> added;              // guarded by mu
-    Index count = 0;                      // guarded by mu
-    bool finished = false;                // guarded by mu
+    Mutex mu;
+    std::unique_ptr<ShardWriter> writer STRATA_GUARDED_BY(mu);
+    std::vector<bool> added STRATA_GUARDED_BY(mu);
+    Index count STRATA_GUARDED_BY(mu) = 0;
+    bool finished STRATA_GUARDED_BY(mu) = false;
   };
 
   const Plan& plan_;
@@ -171,11 +171,12 @@ class TaskRunner {
   std::shared_ptr<MemoryPool> pool_;
   const ComputeOptions& options_;
   Clock::time_point start_;
-  std::mutex shards_mu_;
+  Mutex shards_mu_;
   // By store node and shard (linear); an entry lives with the runner (its
   // writer until the shard is stored; in a failed run the writer's
   // destructor removes the temporary file).
-  std::map<std::pair<const Node*, Index>, std::shared_ptr<PendingShard>> pending_shards_;
+  std::map<std::pair<const Node*, Index>, std::shared_ptr<PendingShard>> pending_shards_
+      STRATA_GUARDED_BY(shards_mu_);
 };
 
 }  // namespace strata

@@ -1,3 +1,5 @@
+#include "strata/storage/local_store.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>

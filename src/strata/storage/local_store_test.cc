@@ -9,6 +9,9 @@
 #include <fstream>
 
 #include "strata/base/process_info.h"
+#include "strata/storage/local_store.h"
+#include "strata/storage/memory_store.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/store_test_util.h"
 

@@ -1,22 +1,27 @@
+#include "strata/storage/memory_store.h"
+
+#include "strata/base/thread_annotations.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <shared_mutex>
 
 #include "strata/storage/store.h"
 
 namespace strata {
 
 struct MemoryStore::State {
-  mutable std::shared_mutex mu;
-  // Values are immutable once stored; a reader copies out under the lock.
-  std::map<std::string, std::shared_ptr<const std::vector<std::byte>>, std::less<>> values;
-  int64_t total_bytes = 0;
+  mutable Mutex mu;
+  // Values are immutable once stored; a reader takes a reference under the
+  // lock and copies out after it.
+  std::map<std::string, std::shared_ptr<const std::vector<std::byte>>, std::less<>> values
+      STRATA_GUARDED_BY(mu);
+  int64_t total_bytes STRATA_GUARDED_BY(mu) = 0;
 
   std::shared_ptr<const std::vector<std::byte>> Find(std::string_view key) const {
-    std::shared_lock lock(mu);
+    MutexLock lock(&mu);
     auto it = values.find(key);
     return it == values.end() ? nullptr : it->second;
   }
@@ -82,7 +87,7 @@ Result<std::optional<int64_t>> MemoryStore::Size(std::string_view key) {
 Status MemoryStore::Set(std::string_view key, std::span<const std::byte> value) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
   auto stored = std::make_shared<const std::vector<std::byte>>(value.begin(), value.end());
-  std::unique_lock lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto [it, inserted] = state_->values.try_emplace(std::string(key), nullptr);
   if (!inserted) state_->total_bytes -= static_cast<int64_t>(it->second->size());
   it->second = std::move(stored);
@@ -92,7 +97,7 @@ Status MemoryStore::Set(std::string_view key, std::span<const std::byte> value) 
 
 Status MemoryStore::Erase(std::string_view key) {
   STRATA_RETURN_IF_ERROR(ValidateKey(key));
-  std::unique_lock lock(state_->mu);
+  MutexLock lock(&state_->mu);
   auto it = state_->values.find(key);
   if (it != state_->values.end()) {
     state_->total_bytes -= static_cast<int64_t>(it->second->size());
@@ -102,7 +107,7 @@ Status MemoryStore::Erase(std::string_view key) {
 }
 
 Result<std::vector<std::string>> MemoryStore::List(std::string_view prefix) {
-  std::shared_lock lock(state_->mu);
+  MutexLock lock(&state_->mu);
   std::vector<std::string> keys;
   for (auto it = state_->values.lower_bound(prefix); it != state_->values.end(); ++it) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
@@ -112,7 +117,7 @@ Result<std::vector<std::string>> MemoryStore::List(std::string_view prefix) {
 }
 
 int64_t MemoryStore::total_bytes() const {
-  std::shared_lock lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->total_bytes;
 }
 

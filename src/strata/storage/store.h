@@ -4,9 +4,11 @@
 // empty component, a "." or ".." component, a leading '/', a backslash or a
 // NUL is refused with InvalidArgument, so no key can reach outside the store.
 //
-// Implementations: LocalStore (a directory), MemoryStore (a map; tests and
-// scratch), S3Store (an S3 bucket; s3_store.h), and later ShmStore. All run
-// one conformance suite (store_test_util.h).
+// This header is the interface only and names no driver. The drivers, each in
+// its own files: LocalStore (a directory; local_store.h), MemoryStore (a map;
+// tests and scratch; memory_store.h), S3Store (an S3 bucket; s3/s3_store.h).
+// All run one conformance suite (store_test_util.h). OpenStoreUrl
+// (open_store.h), above the drivers, picks one by URL scheme.
 //
 // Thread-safety: every method of every implementation is safe to call
 // concurrently. Writes of one key are atomic: a reader sees the old value or
@@ -145,105 +147,6 @@ Status ValidateKey(std::string_view key);
 
 // "a/b" + "c" -> "a/b/c"; either may be empty.
 std::string JoinKey(std::string_view prefix, std::string_view key);
-
-// A store rooted at a directory. Values are files; Set writes a hidden
-// temporary file in the same directory and renames it over the key, so readers
-// and crashes never see a torn value.
-class LocalStore : public Store {
- public:
-  struct Options {
-    // Create the root directory if missing.
-    bool create = true;
-    // fsync files and directories after writing (durability against power
-    // loss, not needed against process crashes).
-    bool fsync = false;
-  };
-
-  // NotFound when the root is missing and !create; PermissionDenied or
-  // InvalidArgument when it cannot be used.
-  static Result<std::unique_ptr<LocalStore>> Open(std::string root, Options options);
-  static Result<std::unique_ptr<LocalStore>> Open(std::string root) {
-    return Open(std::move(root), Options{});
-  }
-
-  Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
-                          MemoryPool& pool) override;
-  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
-                                 MemoryPool& pool) override;
-  Status GetInto(std::string_view key, std::span<std::byte> out) override;
-  Result<std::optional<int64_t>> Size(std::string_view key) override;
-  Status Set(std::string_view key, std::span<const std::byte> value) override;
-  using Store::Set;
-  Status Erase(std::string_view key) override;
-  Result<std::vector<std::string>> List(std::string_view prefix) override;
-  Status ErasePrefix(std::string_view prefix) override;
-  Status Rename(std::string_view from, std::string_view to) override;
-  Status ReclaimTempFiles(std::string_view prefix) override;
-  Result<std::optional<std::string>> Version(std::string_view key) override;
-  Result<Suffix> GetSuffix(std::string_view key, int64_t length, MemoryPool& pool) override;
-  Result<std::unique_ptr<StoreWriter>> OpenWriter(std::string_view key, int64_t max_size,
-                                                  MemoryPool& pool) override;
-  int64_t WriterMemory(int64_t) const override { return 0; }
-  std::string url() const override { return root_; }
-
-  const std::string& root() const { return root_; }
-  // The file path of `key` (validated).
-  Result<std::string> PathOf(std::string_view key) const;
-
-  // True for the names LocalStore gives its temporary files; List skips them.
-  // A temporary name is ".<key name>.strata-tmp-<pid>-<start time>-<n>",
-  // naming the writing process so that a later run can tell one whose writer
-  // died (ReclaimTempFiles).
-  static bool IsTempName(std::string_view file_name);
-
- private:
-  // A fresh temporary path beside `path`, in the format IsTempName describes.
-  std::string TempPathFor(const std::string& path) const;
-
-  LocalStore(std::string root, Options options) : root_(std::move(root)), options_(options) {}
-  std::string root_;
-  Options options_;
-};
-
-// A store in memory. Values are immutable once set, so Get can share them.
-class MemoryStore : public Store {
- public:
-  MemoryStore();
-  ~MemoryStore() override;
-
-  Result<Buffer> Get(std::string_view key, MemoryPool& pool) override;
-  Result<Buffer> GetRange(std::string_view key, int64_t offset, int64_t length,
-                          MemoryPool& pool) override;
-  Result<Suffix> GetRangeAndSize(std::string_view key, int64_t offset, int64_t length,
-                                 MemoryPool& pool) override;
-  Status GetInto(std::string_view key, std::span<std::byte> out) override;
-  Result<std::optional<int64_t>> Size(std::string_view key) override;
-  Status Set(std::string_view key, std::span<const std::byte> value) override;
-  using Store::Set;
-  Status Erase(std::string_view key) override;
-  Result<std::vector<std::string>> List(std::string_view prefix) override;
-  std::string url() const override { return "memory://"; }
-
-  // Total bytes of all values.
-  int64_t total_bytes() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
-// Opens the store for a URL or path: "memory://" (a new MemoryStore), a local
-// path or "file://path" (a LocalStore; created when `create`), or
-// "s3://bucket/prefix[?endpoint=...&region=...]" (an S3Store rooted at the
-// prefix; see S3Store::ParseUrl; the bucket must exist whatever `create`).
-// Returns the store and the key prefix within it (empty for local paths and
-// S3 URLs, whose store is rooted at the path itself).
-struct StoreAndPrefix {
-  std::shared_ptr<Store> store;
-  std::string prefix;
-};
-Result<StoreAndPrefix> OpenStoreUrl(std::string_view url, bool create);
 
 }  // namespace strata
 

@@ -11,46 +11,18 @@
 
 #include "strata/core/dtype_dispatch.h"
 #include "strata/storage/zarr/base64.h"
+#include "strata/storage/zarr/json_util.h"
 
 namespace strata {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
-// Python's json writes NaN/Infinity bare: quote them (outside strings) so
-// that nlohmann parses the attributes; CF attributes read them as strings.
-std::string QuoteBareNonFinite(std::string_view text) {
-  std::string out;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) {
-        out += text[++i];
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    bool replaced = false;
-    for (std::string_view word : {"-Infinity", "Infinity", "NaN"}) {
-      if (text.substr(i, word.size()) == word) {
-        out += fmt::format("\"{}\"", word);
-        i += word.size() - 1;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out += c;
-  }
-  return out;
-}
-
+// The attributes of `name` as a JSON object. Python's bare NaN/Infinity
+// literals are read as json_util.h's marked strings (RawText).
 Result<Json> ParseAttributes(const std::string& text, std::string_view name) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) j = Json::parse(QuoteBareNonFinite(text), nullptr, false);
+  STRATA_ASSIGN_OR_RETURN(Json j, internal_zarr::ParsePythonJson(
+                                      text, fmt::format("the attributes of {}", name)));
   if (!j.is_object()) {
     return InvalidArgumentError(fmt::format("{}: the attributes are not a JSON object", name));
   }
@@ -62,8 +34,10 @@ Result<Json> ParseAttributes(const std::string& text, std::string_view name) {
 Result<double> AttributeNumber(const Json& v, std::string_view name, std::string_view attribute) {
   if (v.is_number()) return v.get<double>();
   if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
+  std::optional<std::string_view> text = internal_zarr::RawText(v);  // a bare NaN literal
+  if (!text && v.is_string()) text = v.get_ref<const std::string&>();
+  if (text) {
+    const std::string_view s = *text;
     if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
     if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
     if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
@@ -81,7 +55,7 @@ Result<double> AttributeNumber(const Json& v, std::string_view name, std::string
   }
   if (v.is_array() && v.size() == 1) return AttributeNumber(v[0], name, attribute);
   return InvalidArgumentError(fmt::format("{}: attribute {} is {}, not a number", name, attribute,
-                                          v.dump()));
+                                          internal_zarr::Excerpt(v)));
 }
 
 bool IsIntegerId(DTypeId id) { return DType(id).is_integer(); }

@@ -3,6 +3,7 @@
 #include "strata/base/parallel.h"
 #include "strata/base/progress.h"
 #include "strata/storage/location.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/dataset_util.h"

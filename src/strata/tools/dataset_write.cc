@@ -16,6 +16,8 @@
 #include "strata/core/box.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
+#include "strata/storage/local_store.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/cf_encoding.h"

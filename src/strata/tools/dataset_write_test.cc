@@ -11,6 +11,7 @@
 
 #include "strata/base/temp_dir.h"
 #include "strata/core/ndarray.h"
+#include "strata/storage/local_store.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
 

@@ -9,6 +9,7 @@
 #include "strata/base/byte_size.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/core/dtype_dispatch.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/commands.h"

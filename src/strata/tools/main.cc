@@ -69,6 +69,20 @@ ZarrFormat ParseFormat(int v) {
   return v == 2 ? ZarrFormat::kV2 : ZarrFormat::kV3;
 }
 
+// The dask and ray executors are driven from Python (a distributed.Client or
+// a Ray driver lives in the calling process): their command line is
+// `python -m strata` (python/strata/__main__.py).
+ExecutorKind ParseCliExecutor(const std::string& name, std::string_view verb) {
+  const ExecutorKind kind = OrUsage(ParseExecutor(name));
+  if (IsExternalExecutor(kind)) {
+    throw UsageError{fmt::format(
+        "--executor {0} runs from Python: python -m strata {1} ... --executor {0} "
+        "[--address HOST:PORT]",
+        name, verb)};
+  }
+  return kind;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"strata: bounded-memory processing of chunked N-d arrays (Zarr v2/v3)", "strata"};
   app.require_subcommand(1);
@@ -151,7 +165,8 @@ int Main(int argc, char** argv) {
         ->capture_default_str();
     sub->add_option("--executor", rk_executor,
                     "inline, threads, processes (worker processes sharing chunks through "
-                    "shared memory), or mpi (every rank of an mpirun/srun job; see README)")
+                    "shared memory), or mpi (every rank of an mpirun/srun job; see docs/guide.md); "
+                    "ray and dask: python -m strata")
         ->capture_default_str();
     sub->add_option("--tier", rk_tier, "Where intermediates go: auto, memory, spill, disk, object")
         ->capture_default_str();
@@ -341,7 +356,7 @@ int Main(int argc, char** argv) {
       rk.spec.allowed_mem = rk_allowed_mem;
       if (!rk_reserved_mem.empty()) rk.spec.reserved_mem = rk_reserved_mem;
       if (!rk_total_system_mem.empty()) rk.spec.total_system_mem = rk_total_system_mem;
-      rk.spec.executor = OrUsage(ParseExecutor(rk_executor));
+      rk.spec.executor = ParseCliExecutor(rk_executor, "rechunk");
       rk.spec.tier = OrUsage(ParseTierChoice(rk_tier));
       if (!rk_codec.empty()) rk.codecs = OrUsage(ParseCodecArgument(rk_codec));
       if (!rk_shards.empty()) {
@@ -397,7 +412,7 @@ int Main(int argc, char** argv) {
         }
       }
       check_workers(wr.workers);
-      OrUsage(ParseExecutor(wr.executor));
+      ParseCliExecutor(wr.executor, "write-region");
       CheckSizeOption(write_region, "--allowed-mem", wr.allowed_mem);
       // SRC is read while DST is rewritten: they may not overlap.
       OrUsage(CheckDisjoint(wr.src, "SRC", wr.dst, "DST"));

@@ -3,6 +3,7 @@
 #include "strata/base/parallel.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/core/synthetic.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/commands.h"
 #include "strata/base/progress.h"

@@ -9,6 +9,7 @@
 #include "strata/base/mpi.h"
 #include "strata/base/system_info.h"
 #include "strata/base/temp_dir.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/hierarchy.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/cf_encoding.h"

@@ -3,11 +3,12 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
-#include <mutex>
 
 #include "strata/base/parallel.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/dtype_dispatch.h"
 #include "strata/core/float16.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 #include "strata/tools/commands.h"
 #include "strata/base/progress.h"
@@ -74,11 +75,13 @@ Result<bool> RunVerify(const VerifyOptions& options) {
   // Block by block of what A reads one at a time (inner chunks when sharded).
   const ChunkGrid& grid = a->read_grid();
   auto pool = MemoryPool::Default()->NewChild({"strata verify", 0});
-  std::mutex mu;
-  int64_t mismatches = 0;
-  double max_diff = 0;
-  std::vector<Mismatch> first;  // the lowest-indexed ones, by block order
-  std::vector<std::pair<int64_t, Mismatch>> reported;
+  // What the blocks found, summed over the threads that compare them.
+  struct Differences {
+    Mutex mu;
+    int64_t count STRATA_GUARDED_BY(mu) = 0;
+    double max_diff STRATA_GUARDED_BY(mu) = 0;
+    std::vector<std::pair<int64_t, Mismatch>> reported STRATA_GUARDED_BY(mu);
+  } found;
   ProgressBar progress("verify", grid.num_blocks(), a->chunk_bytes() * 2);
   STRATA_RETURN_IF_ERROR(ParallelFor(grid.num_blocks(), options.workers, [&](int64_t bi) -> Status {
     Shape block(grid.rank());
@@ -138,14 +141,18 @@ Result<bool> RunVerify(const VerifyOptions& options) {
         report(i, ToText(xs[i]), ToText(ys[i]));
       }
     });
-    std::lock_guard lock(mu);
-    mismatches += local;
-    if (!(local_max <= max_diff)) max_diff = local_max;
-    for (auto& m : local_first) reported.push_back(std::move(m));
+    MutexLock lock(&found.mu);
+    found.count += local;
+    if (!(local_max <= found.max_diff)) found.max_diff = local_max;
+    for (auto& m : local_first) found.reported.push_back(std::move(m));
     progress.Advance();
     return Status::Ok();
   }));
   progress.Finish();
+  MutexLock lock(&found.mu);  // the threads are done; the lock is for the analysis
+  const int64_t mismatches = found.count;
+  const double max_diff = found.max_diff;
+  std::vector<std::pair<int64_t, Mismatch>> reported = std::move(found.reported);
   const int64_t total = NumElements(a->shape());
   if (mismatches == 0) {
     fmt::print("EQUAL: {} elements of {} {} compared, no differences\n", total,

@@ -18,8 +18,6 @@
 namespace strata::internal_codec {
 namespace {
 
-MemoryPool& Pool() { return *MemoryPool::Default(); }
-
 uint32_t Le32(const std::vector<std::byte>& b, size_t at) {
   uint32_t v;
   std::memcpy(&v, b.data() + at, 4);

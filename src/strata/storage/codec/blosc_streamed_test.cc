@@ -19,8 +19,6 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-MemoryPool& Pool() { return *MemoryPool::Default(); }
-
 // Collects what an encoder appends, as a store writer would.
 struct VectorSink final : EncodedSink {
   std::vector<std::byte> bytes;

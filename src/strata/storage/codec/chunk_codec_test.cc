@@ -17,8 +17,6 @@
 namespace strata::internal_codec {
 namespace {
 
-MemoryPool& Pool() { return *MemoryPool::Default(); }
-
 std::span<const std::byte> Span(const Buffer& b) { return b.span(); }
 std::span<const std::byte> Span(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 

@@ -1,6 +1,6 @@
 // Helpers shared by the codec tests: deterministic test data, hex literals,
-// the dtype list, and a status assertion that checks the code and a message
-// substring.
+// the dtype list, a status assertion that checks the code and a message
+// substring, and making and running a bytes codec in a test.
 #ifndef STRATA_STORAGE_CODEC_CODEC_TEST_INTERNAL_H_
 #define STRATA_STORAGE_CODEC_CODEC_TEST_INTERNAL_H_
 
@@ -9,12 +9,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "strata/base/status.h"
 #include "strata/core/dtype.h"
+#include "strata/core/memory_pool.h"
+#include "strata/storage/codec/codec.h"
 
 namespace strata::internal_codec {
 
@@ -63,6 +67,28 @@ inline ::testing::AssertionResult StatusIs(const Status& status, StatusCode code
   return ::testing::AssertionFailure()
          << "got " << status.ToString() << ", want code " << StatusCodeName(code)
          << " with a message containing '" << substring << "'";
+}
+
+// A bytes codec in a test: made (a failure is a test failure), and run.
+inline MemoryPool& Pool() { return *MemoryPool::Default(); }
+
+inline std::span<const std::byte> Span(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
+inline std::span<std::byte> Span(std::vector<std::byte>& v) { return {v.data(), v.size()}; }
+
+inline std::vector<std::byte> ToVector(const Buffer& b) {
+  return std::vector<std::byte>(b.data(), b.data() + b.size());
+}
+
+inline std::unique_ptr<const BytesCodec> MakeOrDie(const BytesCodecSpec& spec, int dtype_size = 1) {
+  auto codec = MakeBytesCodec(spec, dtype_size);
+  EXPECT_TRUE(codec.ok()) << codec.status().ToString();
+  return std::move(codec).value();
+}
+
+inline std::vector<std::byte> EncodeOrDie(const BytesCodec& codec, const std::vector<std::byte>& data) {
+  auto encoded = codec.Encode(Span(data), Pool());
+  EXPECT_TRUE(encoded.ok()) << encoded.status().ToString();
+  return encoded.ok() ? ToVector(*encoded) : std::vector<std::byte>();
 }
 
 }  // namespace strata::internal_codec

@@ -30,14 +30,91 @@ std::optional<std::string> RelativeDir(const std::string& root, const std::strin
   return std::string(rest.substr(0, rest.size() - name.size() - 1));
 }
 
+// The dimension names of an array of rank `rank`: `dimension_names` (v3)
+// when given, else the `_ARRAY_DIMENSIONS` attribute xarray writes.
+std::vector<std::optional<std::string>> DimensionNames(
+    const std::optional<std::vector<std::optional<std::string>>>& dimension_names,
+    const std::string& attributes_json, int rank) {
+  if (dimension_names) return *dimension_names;
+  nlohmann::json attrs = nlohmann::json::parse(attributes_json, nullptr, false);
+  std::vector<std::optional<std::string>> names;
+  if (attrs.is_object() && attrs.contains("_ARRAY_DIMENSIONS")) {
+    const nlohmann::json& dims = attrs["_ARRAY_DIMENSIONS"];
+    if (dims.is_array() && static_cast<int>(dims.size()) == rank) {
+      for (const auto& d : dims) {
+        if (d.is_string()) {
+          names.emplace_back(d.get<std::string>());
+        } else {
+          names.emplace_back();
+        }
+      }
+    }
+  }
+  return names;
+}
+
 Status FillNode(HierarchyNode& node) {
-  if (node.is_array) node.dimensions = DimensionNamesOf(*node.array);
+  if (node.is_array && node.array) node.dimensions = DimensionNamesOf(*node.array);
   return Status::Ok();
+}
+
+// The node of an array of variable-length elements (zarr-python's strings:
+// v2 dtype "|O", v3 data_type "string", "variable_length_utf8", ...) from
+// its metadata document `text` (and, in v2, its .zattrs text), or nullopt
+// when `text` is not such an array's. Only what a reader of the array needs
+// is read: its shape, attributes and dimension names.
+std::optional<HierarchyNode> VariableLengthNode(const std::string& path, ZarrFormat format,
+                                                const std::string& text,
+                                                const std::string& zattrs) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("shape") || !doc["shape"].is_array()) {
+    return std::nullopt;
+  }
+  HierarchyNode node;
+  node.path = path;
+  node.is_array = true;
+  node.variable_length = true;
+  node.zarr_format = format;
+  std::optional<std::vector<std::optional<std::string>>> dimension_names;
+  if (format == ZarrFormat::kV2) {
+    const nlohmann::json& dtype = doc.value("dtype", nlohmann::json());
+    if (!dtype.is_string() || dtype.get<std::string>().size() < 2 ||
+        dtype.get<std::string>()[1] != 'O') {
+      return std::nullopt;
+    }
+    node.variable_length_attributes_json = zattrs.empty() ? "{}" : zattrs;
+  } else {
+    static const std::set<std::string> kVariableLength = {
+        "string", "variable_length_utf8", "variable_length_bytes", "bytes"};
+    const nlohmann::json& dtype = doc.value("data_type", nlohmann::json());
+    if (!dtype.is_string() || !kVariableLength.contains(dtype.get<std::string>())) {
+      return std::nullopt;
+    }
+    if (doc.contains("attributes")) node.variable_length_attributes_json = doc["attributes"].dump();
+    if (doc.contains("dimension_names") && doc["dimension_names"].is_array()) {
+      dimension_names.emplace();
+      for (const auto& d : doc["dimension_names"]) {
+        if (d.is_string()) {
+          dimension_names->emplace_back(d.get<std::string>());
+        } else {
+          dimension_names->emplace_back();
+        }
+      }
+    }
+  }
+  for (const auto& n : doc["shape"]) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 0) return std::nullopt;
+    node.variable_length_shape.push_back(n.get<int64_t>());
+  }
+  node.dimensions = DimensionNames(dimension_names, node.variable_length_attributes_json,
+                                   static_cast<int>(node.variable_length_shape.size()));
+  return node;
 }
 
 // From consolidated metadata: nullopt when the root group has none.
 Result<std::optional<Hierarchy>> FromConsolidated(Store& store, const std::string& path,
-                                                  const HierarchyNode& root) {
+                                                  const HierarchyNode& root,
+                                                  const HierarchyOptions& options) {
   using Documents = std::vector<std::pair<std::string, std::string>>;
   std::optional<Documents> docs;
   if (root.zarr_format == ZarrFormat::kV2) {
@@ -73,13 +150,22 @@ Result<std::optional<Hierarchy>> FromConsolidated(Store& store, const std::strin
         if (name == kZarrayKey) {
           node.is_array = true;
           Result<ArrayMetadata> m = ParseZarrV2ArrayMetadata(text, zattrs);
-          if (!m.ok()) return bad(key, m.status());
-          node.array = std::move(m).value();
+          if (!m.ok()) {
+            std::optional<HierarchyNode> v;
+            if (options.keep_variable_length) {
+              v = VariableLengthNode(*dir, ZarrFormat::kV2, text, zattrs);
+            }
+            if (!v) return bad(key, m.status());
+            node = std::move(*v);
+          } else {
+            node.array = std::move(m).value();
+          }
         } else {
           Result<GroupMetadata> g = ParseZarrV2GroupMetadata(text, zattrs);
           if (!g.ok()) return bad(key, g.status());
           node.group = std::move(g).value();
         }
+        if (options.keep_documents) node.document = text;
         STRATA_RETURN_IF_ERROR(FillNode(node));
         h.nodes.push_back(std::move(node));
       }
@@ -99,9 +185,18 @@ Result<std::optional<Hierarchy>> FromConsolidated(Store& store, const std::strin
       } else {
         node.is_array = true;
         Result<ArrayMetadata> m = ParseZarrV3ArrayMetadata(text);
-        if (!m.ok()) return bad(key, m.status());
-        node.array = std::move(m).value();
+        if (!m.ok()) {
+          std::optional<HierarchyNode> v;
+          if (options.keep_variable_length) {
+            v = VariableLengthNode(key, ZarrFormat::kV3, text, "");
+          }
+          if (!v) return bad(key, m.status());
+          node = std::move(*v);
+        } else {
+          node.array = std::move(m).value();
+        }
       }
+      if (options.keep_documents) node.document = text;
       STRATA_RETURN_IF_ERROR(FillNode(node));
       h.nodes.push_back(std::move(node));
     }
@@ -111,9 +206,42 @@ Result<std::optional<Hierarchy>> FromConsolidated(Store& store, const std::strin
   return std::optional<Hierarchy>(std::move(h));
 }
 
-Result<HierarchyNode> ReadNode(Store& store, const std::string& root, const std::string& rel) {
+// The metadata document of the node at `path` and its format: zarr.json,
+// else .zarray, else .zgroup; and, in v2, its .zattrs ("" when absent).
+struct NodeDocument {
+  ZarrFormat format;
+  std::string text;
+  std::string zattrs;
+};
+Result<NodeDocument> ReadDocument(Store& store, const std::string& path) {
+  Result<std::string> v3 = store.GetString(JoinKey(path, kZarrJsonKey));
+  if (v3.ok()) return NodeDocument{ZarrFormat::kV3, *std::move(v3), ""};
+  if (!IsNotFound(v3.status())) return v3.status();
+  Result<std::string> v2 = store.GetString(JoinKey(path, kZarrayKey));
+  if (!v2.ok() && IsNotFound(v2.status())) v2 = store.GetString(JoinKey(path, kZgroupKey));
+  if (!v2.ok()) return v2.status();
+  Result<std::string> attrs = store.GetString(JoinKey(path, kZattrsKey));
+  if (!attrs.ok() && !IsNotFound(attrs.status())) return attrs.status();
+  return NodeDocument{ZarrFormat::kV2, *std::move(v2), attrs.ok() ? *std::move(attrs) : ""};
+}
+
+Result<HierarchyNode> ReadNode(Store& store, const std::string& root, const std::string& rel,
+                               const HierarchyOptions& options) {
   const std::string path = rel.empty() ? root : JoinKey(root, rel);
-  STRATA_ASSIGN_OR_RETURN(NodeInfo info, InspectNode(store, path));
+  Result<NodeInfo> inspected = InspectNode(store, path);
+  if (!inspected.ok() && options.keep_variable_length &&
+      inspected.status().code() == StatusCode::kInvalidArgument) {
+    // An array Strata does not hold may still be one a reader wants.
+    Result<NodeDocument> doc = ReadDocument(store, path);
+    if (doc.ok()) {
+      std::optional<HierarchyNode> v = VariableLengthNode(rel, doc->format, doc->text, doc->zattrs);
+      if (v) {
+        if (options.keep_documents) v->document = std::move(doc->text);
+        return std::move(*v);
+      }
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(NodeInfo info, std::move(inspected));
   HierarchyNode node;
   node.path = rel;
   node.zarr_format = info.zarr_format;
@@ -142,11 +270,21 @@ Result<HierarchyNode> ReadNode(Store& store, const std::string& root, const std:
       break;
     }
   }
+  if (options.keep_documents && info.kind == NodeInfo::Kind::kArray) {
+    STRATA_ASSIGN_OR_RETURN(NodeDocument doc, ReadDocument(store, path));
+    node.document = std::move(doc.text);
+  } else if (options.keep_documents) {
+    STRATA_ASSIGN_OR_RETURN(node.document,
+                            store.GetString(JoinKey(path, info.zarr_format == ZarrFormat::kV3
+                                                              ? kZarrJsonKey
+                                                              : kZgroupKey)));
+  }
   STRATA_RETURN_IF_ERROR(FillNode(node));
   return node;
 }
 
-Result<Hierarchy> ByListing(Store& store, const std::string& path, HierarchyNode root) {
+Result<Hierarchy> ByListing(Store& store, const std::string& path, HierarchyNode root,
+                            const HierarchyOptions& options) {
   Hierarchy h;
   h.nodes.push_back(std::move(root));
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> keys,
@@ -168,7 +306,7 @@ Result<Hierarchy> ByListing(Store& store, const std::string& path, HierarchyNode
       if (n.is_array && dir.compare(0, n.path.size() + 1, n.path + "/") == 0) inside_array = true;
     }
     if (inside_array) continue;
-    STRATA_ASSIGN_OR_RETURN(HierarchyNode node, ReadNode(store, path, dir));
+    STRATA_ASSIGN_OR_RETURN(HierarchyNode node, ReadNode(store, path, dir, options));
     h.nodes.push_back(std::move(node));
   }
   return h;
@@ -177,35 +315,31 @@ Result<Hierarchy> ByListing(Store& store, const std::string& path, HierarchyNode
 }  // namespace
 
 std::vector<std::optional<std::string>> DimensionNamesOf(const ArrayMetadata& metadata) {
-  if (metadata.dimension_names) return *metadata.dimension_names;
-  nlohmann::json attrs = nlohmann::json::parse(metadata.attributes_json, nullptr, false);
-  std::vector<std::optional<std::string>> names;
-  if (attrs.is_object() && attrs.contains("_ARRAY_DIMENSIONS")) {
-    const nlohmann::json& dims = attrs["_ARRAY_DIMENSIONS"];
-    if (dims.is_array() && static_cast<int>(dims.size()) == metadata.rank()) {
-      for (const auto& d : dims) {
-        if (d.is_string()) {
-          names.emplace_back(d.get<std::string>());
-        } else {
-          names.emplace_back();
-        }
-      }
-    }
-  }
-  return names;
+  return DimensionNames(metadata.dimension_names, metadata.attributes_json, metadata.rank());
 }
 
-Result<Hierarchy> ReadHierarchy(Store& store, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(HierarchyNode root, ReadNode(store, path, ""));
+Result<Hierarchy> ReadHierarchy(Store& store, const std::string& path,
+                                const HierarchyOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(HierarchyNode root, ReadNode(store, path, "", options));
   if (root.is_array) {
     Hierarchy h;
     h.nodes.push_back(std::move(root));
     return h;
   }
-  STRATA_ASSIGN_OR_RETURN(std::optional<Hierarchy> consolidated,
-                          FromConsolidated(store, path, root));
-  if (consolidated) return std::move(*consolidated);
-  return ByListing(store, path, std::move(root));
+  using Consolidated = HierarchyOptions::Consolidated;
+  if (options.consolidated != Consolidated::kIgnore) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<Hierarchy> consolidated,
+                            FromConsolidated(store, path, root, options));
+    if (consolidated) return std::move(*consolidated);
+    if (options.consolidated == Consolidated::kRequire) {
+      const char* where_missing = root.zarr_format == ZarrFormat::kV2
+                                      ? ".zmetadata"
+                                      : "zarr.json's consolidated_metadata";
+      return FailedPreconditionError(fmt::format("{} has no consolidated metadata ({})",
+                                                 Where(store, path), where_missing));
+    }
+  }
+  return ByListing(store, path, std::move(root), options);
 }
 
 Status CreateGroup(Store& store, const std::string& path, const GroupMetadata& group,
@@ -240,9 +374,9 @@ Status CreateGroup(Store& store, const std::string& path, const GroupMetadata& g
 }
 
 Status WriteConsolidatedMetadata(Store& store, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(HierarchyNode root, ReadNode(store, path, ""));
+  STRATA_ASSIGN_OR_RETURN(HierarchyNode root, ReadNode(store, path, "", HierarchyOptions{}));
   if (root.is_array) return InvalidArgumentError("consolidated metadata belongs to a group");
-  STRATA_ASSIGN_OR_RETURN(Hierarchy h, ByListing(store, path, root));
+  STRATA_ASSIGN_OR_RETURN(Hierarchy h, ByListing(store, path, root, HierarchyOptions{}));
   if (root.zarr_format == ZarrFormat::kV2) {
     std::vector<std::pair<std::string, std::string>> docs;
     for (const HierarchyNode& n : h.nodes) {

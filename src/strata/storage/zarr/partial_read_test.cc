@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "strata/core/synthetic.h"
+#include "strata/storage/local_store.h"
+#include "strata/storage/memory_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 namespace strata {

@@ -12,6 +12,8 @@
 
 #include "strata/core/synthetic.h"
 #include "strata/storage/codec/codec.h"
+#include "strata/storage/local_store.h"
+#include "strata/storage/memory_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"

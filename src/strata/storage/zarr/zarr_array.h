@@ -45,6 +45,7 @@
 #include <string>
 
 #include "strata/base/status.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
@@ -319,8 +320,9 @@ class ZarrArray {
   mutable std::optional<int64_t> partial_unit_;  // set once, under partial_unit_once_
   // Decoded shard indexes, most recently used last (a few hundred at most).
   static constexpr size_t kIndexCacheEntries = 256;
-  mutable std::mutex index_mu_;
-  mutable std::vector<std::pair<Index, std::shared_ptr<const ShardIndex>>> index_cache_;  // guarded by index_mu_
+  mutable Mutex index_mu_;
+  mutable std::vector<std::pair<Index, std::shared_ptr<const ShardIndex>>> index_cache_
+      STRATA_GUARDED_BY(index_mu_);
 };
 
 // Stored bytes of chunks this thread has read through any ZarrArray (whole

@@ -2,6 +2,8 @@
 // overwrite that replaces only its own node, chunks of the fill value, and a
 // source rewritten while it is read; large blosc chunks written piece by
 // piece into a local file.
+#include "strata/storage/local_store.h"
+#include "strata/storage/memory_store.h"
 #include "strata/storage/zarr/zarr_array.h"
 
 #include <fmt/format.h>

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "strata/storage/codec/chunk_codec.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"
@@ -35,7 +36,8 @@ bool ZarrTarget::BlockDone(const ChunkGrid& grid, std::span<const Index> block) 
   if (done_.empty()) return false;
   // A store task may write several chunks (a rechunk's consolidated write
   // chunks): it is done only when every one of them is.
-  const ChunkGrid& chunks = array_->grid();
+  const std::shared_ptr<ZarrArray> opened = array();  // done_ is set: Open() succeeded
+  const ChunkGrid& chunks = opened->grid();
   Shape first, last;
   chunks.BlockRangeOf(grid.BlockBox(block), first, last);
   Shape c = first;
@@ -57,7 +59,7 @@ int64_t ZarrTarget::resumed_chunks() const { return static_cast<int64_t>(done_.s
 int64_t ZarrTarget::chunk_bytes() const { return codec_->chunk_bytes(); }
 
 Status ZarrTarget::Open() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (array_) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(StoreAndPrefix at, OpenStoreUrl(url_, /*create=*/true));
   if (mode_.kind != Mode::Kind::kCreate) {
@@ -88,7 +90,7 @@ Status ZarrTarget::Open() {
 }
 
 std::shared_ptr<ZarrArray> ZarrTarget::array() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return array_;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/base/status.h"
+#include "strata/base/thread_annotations.h"
 #include "strata/core/chunk_grid.h"
 #include "strata/storage/zarr/metadata.h"
 
@@ -74,12 +75,14 @@ class ZarrTarget {
   ArrayMetadata metadata_;
   bool overwrite_ = false;
   Mode mode_;
-  std::vector<Index> done_;  // sorted; guarded by mu_ until Open() returns, then read-only
+  // Sorted. Written once, under mu_, by the Open() that creates the array;
+  // read-only after it returns (so not annotated: its readers run after Open).
+  std::vector<Index> done_;
   std::shared_ptr<const ChunkCodec> codec_;
   std::shared_ptr<const ShardLayout> shard_layout_;
   int64_t shard_writer_bytes_ = 0;
-  mutable std::mutex mu_;
-  std::shared_ptr<ZarrArray> array_;
+  mutable Mutex mu_;
+  std::shared_ptr<ZarrArray> array_ STRATA_GUARDED_BY(mu_);
 };
 
 }  // namespace strata
