@@ -1,11 +1,9 @@
-"""Running plans: compute, plan, visualize. The GIL is released while the
-engine plans and runs."""
-import json
-import os
-
-from ._array import Array
-from ._core import _strata
-from .callbacks import _Dispatcher
+"""Running plans: compute, plan, visualize (strata.compute and friends; the
+methods x.compute(), x.plan(), x.visualize() take the same path, _execute.py).
+The GIL is released while the engine plans and runs."""
+from . import _execute
+from ._execute import Plan  # noqa: F401  (strata.Plan)
+from .array_api.array_object import Array
 
 
 def _handles(arrays, what):
@@ -19,70 +17,27 @@ def _handles(arrays, what):
     return [a._h for a in arrays]
 
 
-def _python_executor(handles):
-    from ._spec import PYTHON_EXECUTORS
-    name = handles[0].spec.executor
-    return PYTHON_EXECUTORS.get(name)
-
-
 def compute(*arrays, callbacks=None, optimize_graph=True, **kwargs):
     """Computes the arrays together (common inputs are read and computed once)
     and returns a tuple of numpy arrays over the engine's buffers (None for
-    to_zarr handles). Ctrl-C cancels the compute and raises KeyboardInterrupt."""
+    to_zarr handles). Ctrl-C cancels the compute and raises KeyboardInterrupt.
+
+    optimize_graph=False (Dask's name) is the fusion switch for this call: no
+    fusion pass runs, exactly as with Spec(fuse=False)."""
     if kwargs:
         raise TypeError(f"compute: unexpected arguments {sorted(kwargs)}")
-    handles = _handles(arrays, "compute")
-    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
-        callbacks = [callbacks]
-    dispatcher = _Dispatcher(callbacks) if callbacks else None
-    executor = _python_executor(handles)
-    if executor is not None:
-        results = executor.compute(handles, dispatcher, bool(optimize_graph))
-    else:
-        results = _strata.compute(handles, dispatcher, bool(optimize_graph))
-    return tuple(results)
-
-
-class Plan:
-    """A plan (nothing has run): its ops, tasks, projected memory and tiers."""
-
-    def __init__(self, cpp):
-        self._cpp = cpp
-
-    @property
-    def num_tasks(self):
-        return self._cpp.total_tasks
-
-    def to_dict(self):
-        return json.loads(self._cpp.to_json())
-
-    def to_text(self):
-        return self._cpp.to_text()
-
-    def to_dot(self):
-        return self._cpp.to_dot()
-
-    def __repr__(self):
-        return self.to_text()
+    return _execute.run(_handles(arrays, "compute"), callbacks, optimize_graph)
 
 
 def plan(*arrays, optimize_graph=True):
-    """Plans the arrays without running anything (the GIL is released)."""
-    return Plan(_strata.plan(_handles(arrays, "plan"), bool(optimize_graph)))
+    """Plans the arrays without running anything (the GIL is released).
+    optimize_graph=False: no fusion, as Spec(fuse=False) (see compute)."""
+    return _execute.plan(_handles(arrays, "plan"), optimize_graph)
 
 
 def visualize(*arrays, filename="strata", format=None, optimize_graph=True):
     """Writes the plan as a picture with Graphviz's dot: filename.svg by
-    default (format "svg", "png", "pdf" or "dot"). Returns the file's path."""
-    handles = _handles(arrays, "visualize")
-    filename = os.fspath(filename)
-    root, ext = os.path.splitext(filename)
-    if format is None:
-        format = ext[1:] if ext[1:] in ("svg", "png", "pdf", "dot") else "svg"
-        if ext[1:] == format:
-            filename = root
-    if format not in ("svg", "png", "pdf", "dot"):
-        raise ValueError(f"visualize: format must be svg, png, pdf or dot, not {format!r}")
-    path = f"{filename}.{format}"
-    _strata.visualize(handles, path)
-    return path
+    default (format "svg", "png", "pdf" or "dot"). Returns the file's path.
+    (optimize_graph is accepted for Cubed's signature; the picture is of the
+    optimized plan.)"""
+    return _execute.visualize(_handles(arrays, "visualize"), filename, format)

@@ -117,3 +117,84 @@ def spec_arg(spec):
 
 def is_python_scalar(x):
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def numpy_to_share(obj, dtype, copy):
+    """obj as a numpy array Strata can share: C-contiguous, aligned, native
+    byte order, a supported dtype. Copies only when it must (or copy=True)."""
+    if isinstance(obj, np.ndarray):
+        a = obj
+    elif is_python_scalar(obj) or isinstance(obj, (list, tuple)):
+        a = np.asarray(obj)
+        if a.dtype.kind == "O" or a.dtype.kind == "U":
+            raise TypeError(f"asarray: cannot make an array of {type(obj).__name__} "
+                            f"holding {a.dtype} values")
+    elif hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or \
+            hasattr(obj, "__dlpack__"):
+        a = np.asarray(obj) if not hasattr(obj, "__dlpack__") or hasattr(obj, "__array__") \
+            else np.from_dlpack(obj)
+    else:
+        try:
+            a = np.asarray(memoryview(obj))
+        except TypeError:
+            raise TypeError(f"asarray: cannot make an array from {type(obj).__name__}") from None
+    if dtype is not None:
+        target = DTYPES[dtype_name(dtype, "asarray: dtype")]
+        if a.dtype != target:
+            if copy is False:
+                raise ValueError(f"asarray: {a.dtype} to {target} needs a copy, and copy=False")
+            a = a.astype(target)
+            copy = None
+    try:
+        dtype_name(a.dtype, "asarray")
+    except TypeError:
+        if a.dtype.kind in "biufc" and a.dtype.byteorder not in ("=", "|"):
+            a = a.astype(a.dtype.newbyteorder("="))
+        else:
+            raise
+    if copy:
+        return np.array(a, order="C", copy=True)
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        if copy is False:
+            raise ValueError("asarray: a non-contiguous array needs a copy, and copy=False")
+        a = np.ascontiguousarray(a)
+    return a
+
+
+def axes_arg(axis, ndim):
+    """A reduction's `axis` as None (every axis) or a list of ints."""
+    if axis is None:
+        return None
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"axis must be an int or a tuple of ints, got {axis!r}")
+    if hasattr(axis, "__index__"):
+        return [operator.index(axis)]
+    if not isinstance(axis, (tuple, list)) or not all(
+            hasattr(a, "__index__") and not isinstance(a, (bool, np.bool_)) for a in axis):
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+    return [operator.index(a) for a in axis]
+
+
+def one_axis_arg(axis, what):
+    """An `axis` that names one axis (or None) as an int or None."""
+    if axis is None:
+        return None
+    if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
+        raise TypeError(f"{what}: axis must be an int or None, got {axis!r}")
+    return operator.index(axis)
+
+
+def int_list_arg(v, what):
+    """An int or a sequence of ints as a list of ints."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{what}: expected an int or a tuple of ints, got {v!r}")
+    if hasattr(v, "__index__"):
+        return [operator.index(v)]
+    try:
+        items = list(v)
+    except TypeError:
+        raise TypeError(f"{what}: expected an int or a tuple of ints, got "
+                        f"{type(v).__name__}") from None
+    if not all(hasattr(i, "__index__") and not isinstance(i, (bool, np.bool_)) for i in items):
+        raise TypeError(f"{what}: expected ints, got {v!r}")
+    return [operator.index(i) for i in items]

@@ -33,15 +33,14 @@ held: Dask recomputes them elsewhere.
 """
 import collections
 import os
-import pickle
-import re
-import threading
 import time
 import uuid
 import weakref
 
 from ._core import _engine
-from ._recipe import Replayer, recipe_of
+from ._external import StrataTaskError, forget, make_payload
+from ._external import host as host_of
+from ._recipe import recipe_of
 
 STRATA_RESOURCE = "strata-memory"
 
@@ -194,19 +193,7 @@ class _Run:
             return
         ops = run.ops()
         token = uuid.uuid4().hex
-        memory_ops = {o["index"] for o in ops if o["tier"] == "memory"}
-        try:
-            payload = token.encode() + _dumps({
-                "recipes": self.recipes, "fuse": self.fuse, "run_dir": run.run_dir,
-                "object_prefix": run.object_prefix, "memory_ops": memory_ops,
-                "ops": [_fingerprint(o) for o in ops],
-                "names": [[o["name"]] + list(o["fused_names"]) for o in ops],
-            })
-        except Exception as e:
-            raise ValueError(
-                f"compute: the arrays cannot be sent to the dask workers: cloudpickle cannot "
-                f"pickle how they were made (a function given to map_blocks, map_overlap or "
-                f"apply_gufunc, or something it refers to): {type(e).__name__}: {e}") from e
+        payload = make_payload(token, run, self.recipes, self.fuse, "dask")
         names = {o["index"]: f"strata-{o['op']}-op{o['index']:03d}-{token}" for o in ops}
         output_ops = {o["index"] for o in ops if o["output"]}
         projected = {o["index"]: o["projected_mem"] for o in ops}
@@ -266,7 +253,7 @@ class _Run:
                 self.client.cancel(futures + [held])
             del futures, held
             try:
-                self.client.run(_forget, token)
+                self.client.run(forget, token)
             except Exception:  # the cluster may be gone: nothing left to forget then
                 pass
 
@@ -348,27 +335,7 @@ class _Run:
         return self.worker_numbers.setdefault(address, len(self.worker_numbers))
 
 
-def _fingerprint(op):
-    return (op["op"], op["num_tasks"], op["tier"], op["projected_mem"], op["materialized"])
-
-
-def _dumps(obj):
-    import cloudpickle  # map_blocks functions defined in scripts and notebooks travel by value
-    return cloudpickle.dumps(obj, protocol=5)
-
-
 # --- A worker ---------------------------------------------------------------
-
-class StrataTaskError(Exception):
-    """A retryable Strata error on a worker (Dask retries it)."""
-
-    def __init__(self, op, block, code, message):
-        super().__init__(op, block, code, message)
-        self.op, self.block, self.code, self.message = op, block, code, message
-
-    def __str__(self):
-        return self.message
-
 
 class _Block:
     """What one Dask task returns: its block (memory tier and results), its
@@ -396,61 +363,6 @@ def _arrived(op, block, data, figures, error, worker):
     return _Block(op, block, data, figures, error, worker)
 
 
-class _Host:
-    """A compute's plan on this worker (made once per compute)."""
-
-    def __init__(self, blob):
-        d = pickle.loads(blob)
-        handles = Replayer()(d["recipes"])
-        plan = _engine.plan(handles, d["fuse"])
-        self.task_host = _engine.TaskHost(plan, d["run_dir"], d["object_prefix"])
-        self.memory_ops = d["memory_ops"]
-        here = self.task_host.ops()
-        theirs = d["ops"]
-        mine = [_fingerprint(o) for o in here]
-        if mine != theirs:
-            diff = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b),
-                        min(len(mine), len(theirs)))
-            raise ValueError(
-                f"a dask worker planned the compute differently from the calling process "
-                f"(op {diff}: {mine[diff] if diff < len(mine) else 'none'} here, "
-                f"{theirs[diff] if diff < len(theirs) else 'none'} there): every worker needs "
-                f"the same strata build")
-        # Array names count the arrays a process made: this worker's names
-        # become the calling process's in messages.
-        self.names = {}
-        for o, names in zip(here, d["names"]):
-            for a, b in zip([o["name"]] + list(o["fused_names"]), names):
-                self.names[a] = b
-
-    def rename(self, message):
-        return re.sub(r"array-\d{3,}", lambda m: self.names.get(m.group(0), m.group(0)), message)
-
-
-_HOSTS = collections.OrderedDict()  # token -> _Host, the latest few computes
-_HOSTS_LOCK = threading.Lock()
-_TOKEN = 32  # uuid4().hex
-
-
-def _host(payload):
-    token = payload[:_TOKEN].decode()
-    with _HOSTS_LOCK:
-        host = _HOSTS.get(token)
-        if host is None:
-            host = _Host(payload[_TOKEN:])
-            _HOSTS[token] = host
-            while len(_HOSTS) > 4:
-                _HOSTS.popitem(last=False)
-        else:
-            _HOSTS.move_to_end(token)
-        return host
-
-
-def _forget(token):
-    with _HOSTS_LOCK:
-        _HOSTS.pop(token, None)
-
-
 def _worker_address():
     try:
         from distributed import get_worker
@@ -465,7 +377,7 @@ def _run_task(payload, op, block, inputs):
             return x  # an input failed: its error, not ours
     start = time.time()
     try:
-        host = _host(payload)
+        host = host_of(payload)
     except Exception as e:
         return _Block(op, block, error=(_INTERNAL, f"{type(e).__name__}: {e}", e))
     lent = [(x.op, x.block, x.data) for x in inputs

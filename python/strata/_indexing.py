@@ -1,12 +1,21 @@
-"""x[key]: the key converted for the C++ subscript (integers, slices, None,
-Ellipsis) or, with integer or boolean arrays in it, the C++ index()
-(api/advanced_indexing.h)."""
+"""x[key], x[key] = value and x.vindex[key] on engine handles: the key
+converted for the C++ subscript (integers, slices, None, Ellipsis) or, with
+integer or boolean arrays in it, the C++ index() (api/advanced_indexing.h).
+
+Below strata.Array: strata.Array turns the Arrays in a key into handles (a
+0-d integer Array into its int) before calling here.
+"""
 import operator
 
 import numpy as np
 
-from ._array import Array, _wrap
-from ._core import _strata
+from ._core import _strata, numpy_to_share
+
+
+def handle_of_numpy(a):
+    """A numpy array as an engine handle, shared without a copy when it can be."""
+    a = numpy_to_share(a, None, None)
+    return _strata.asarray(a, "auto", None)
 
 
 def _term(k):
@@ -14,25 +23,22 @@ def _term(k):
         return k
     if isinstance(k, (bool, np.bool_)):
         raise IndexError("boolean scalar indices are not supported")
-    if isinstance(k, Array) and k.ndim == 0 and k.dtype.kind in "iu":
-        return operator.index(k)
-    if hasattr(k, "__index__") and not isinstance(k, (Array, np.ndarray)):
+    if hasattr(k, "__index__") and not isinstance(k, (_strata.Array, np.ndarray)):
         return operator.index(k)
     return None  # an array index
 
 
-def _terms(x, key, what):
+def _terms(key, what):
     """The key's terms for `_strata.subscript` (no arrays) or `_strata.index`
-    (arrays as strata Arrays: lists and numpy arrays are converted, integer
-    or bool)."""
-    from ._creation import asarray
+    (arrays as handles: lists and numpy arrays are converted, integer or
+    bool)."""
     if not isinstance(key, tuple):
         key = (key,)
     terms, has_array = [], False
     for k in key:
         t = _term(k)
         if t is None and k is not None:
-            if isinstance(k, Array):
+            if isinstance(k, _strata.Array):
                 a = k
             elif isinstance(k, (np.ndarray, list)):
                 n = np.asarray(k)
@@ -41,14 +47,14 @@ def _terms(x, key, what):
                         raise IndexError(f"{what}: index arrays must hold integers or bools, "
                                          f"got {n.dtype}")
                     n = n.astype(np.int64)
-                a = asarray(n)
+                a = handle_of_numpy(n)
             else:
                 raise IndexError(f"{what}: unsupported index type {type(k).__name__} "
                                  "(integers, slices, None, ..., integer or boolean arrays)")
-            if a.dtype.kind not in "iub":
+            if np.dtype(a.dtype).kind not in "iub":
                 raise IndexError(f"{what}: index arrays must hold integers or bools, "
                                  f"got {a.dtype}")
-            terms.append(a._h)
+            terms.append(a)
             has_array = True
             continue
         if isinstance(t, slice):
@@ -59,55 +65,54 @@ def _terms(x, key, what):
     return tuple(terms), has_array
 
 
-def getitem(x, key):
-    """x[key] with NumPy's semantics: integers, slices, None, Ellipsis,
+def explicit_key(key):
+    """The key of one of xarray's explicit indexers (BasicIndexer,
+    VectorizedIndexer: they hold it in `.tuple`, and xarray passes them to
+    strata arrays, which strata.xarray declares ExplicitlyIndexed); any
+    other key as it is. Dask's vindex semantics are xarray's vectorized
+    indexing (sliced axes after the broadcast ones)."""
+    if not isinstance(key, tuple) and hasattr(key, "tuple") and \
+            isinstance(getattr(key, "tuple"), tuple):
+        return key.tuple
+    return key
+
+
+def getitem(h, key):
+    """h[key] with NumPy's semantics: integers, slices, None, Ellipsis,
     integer arrays on several axes (broadcast together) and boolean masks
     (counted first: the count is the shape). Only the blocks the indices
     touch are read."""
-    terms, has_array = _terms(x, key, "index")
+    terms, has_array = _terms(key, "index")
     if not has_array:
-        return _wrap(_strata.subscript(x._h, terms))
-    return _wrap(_strata.index(x._h, terms))
+        return _strata.subscript(h, terms)
+    return _strata.index(h, terms)
 
 
-def vindex(x, key):
+def vindex(h, key):
     """Dask's x.vindex[key]: pointwise selection, the broadcast dimensions of
     the array indices first."""
-    terms, _ = _terms(x, key, "vindex")
-    return _wrap(_strata.vindex(x._h, terms))
+    terms, _ = _terms(key, "vindex")
+    return _strata.vindex(h, terms)
 
 
-class VIndexer:
-    """x.vindex: `x.vindex[ilat, ilon]` selects points (Dask's vindex)."""
-
-    __slots__ = ("_x",)
-
-    def __init__(self, x):
-        self._x = x
-
-    def __getitem__(self, key):
-        return vindex(self._x, key)
-
-
-def setitem(x, key, value):
+def setitem(h, key, value):
     """The handle of x with x[key] = value (Dask's semantics: x becomes a new
-    lazy array; arrays derived from x before keep their values)."""
-    from ._array import _as_operand
-    from ._functions import astype, where
-    v = _as_operand(value, "setitem")
-    if isinstance(key, (Array, np.ndarray)) and np.dtype(key.dtype) == np.bool_:
+    lazy array; arrays derived from x before keep their values). value: a
+    handle or a Python scalar."""
+    if isinstance(key, (_strata.Array, np.ndarray)) and np.dtype(key.dtype) == np.bool_:
+        mask = key if isinstance(key, _strata.Array) else handle_of_numpy(key)
         # x[mask] = value with a mask of x's shape: where(mask, value, x).
-        from ._creation import asarray
-        mask = asarray(key)
-        if mask.shape != x.shape:
-            raise IndexError(f"setitem: a boolean mask of shape {mask.shape} for an array of "
-                             f"shape {x.shape} (only masks of the array's shape are supported)")
-        if isinstance(v, _strata.Array):
-            if v.shape != () and v.shape != x.shape:
+        if tuple(mask.shape) != tuple(h.shape):
+            raise IndexError(f"setitem: a boolean mask of shape {tuple(mask.shape)} for an "
+                             f"array of shape {tuple(h.shape)} (only masks of the array's "
+                             "shape are supported)")
+        if isinstance(value, _strata.Array):
+            if tuple(value.shape) not in ((), tuple(h.shape)):
                 raise ValueError("setitem: with a boolean mask the value must be a scalar or "
                                  "have the array's shape")
-            v = astype(_wrap(v), x.dtype)
-        return where(mask, v, x)._h
+            if value.dtype != h.dtype:
+                value = _strata.astype(value, h.dtype)
+        return _strata.where(mask, value, h)
     if not isinstance(key, tuple):
         key = (key,)
     terms = []
@@ -121,4 +126,4 @@ def setitem(x, key, value):
             t = slice(*(None if u is None else operator.index(u)
                         for u in (t.start, t.stop, t.step)))
         terms.append(t)
-    return _strata.setitem(x._h, tuple(terms), v)
+    return _strata.setitem(h, tuple(terms), value)

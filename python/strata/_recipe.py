@@ -9,7 +9,10 @@ plan or the graph ever being serialized. Python functions given to
 map_blocks travel inside the records (cloudpickle).
 
 Recording costs one small object per array; it keeps alive only what the
-arrays keep alive anyway (their inputs, numpy sources, functions).
+arrays keep alive anyway (their inputs, numpy sources, functions). A record
+also keeps the call's arguments as given (the input handles), so that the
+package can read how an array was made (_regroup.py: per-group reductions
+joined into one are planned as one grouped reduction).
 """
 import types
 
@@ -17,13 +20,24 @@ from . import _strata as _engine
 
 
 class _Call:
-    """One call into the engine: fn(*args, **kwargs)."""
-    __slots__ = ("fn", "args", "kwargs")
+    """One call into the engine: fn(*args, **kwargs). `given` holds the
+    positional arguments as they were passed (handles, not records), for
+    code in this process that reads how an array was made (_regroup.py);
+    it is never pickled."""
+    __slots__ = ("fn", "args", "kwargs", "given")
 
-    def __init__(self, fn, args, kwargs):
+    def __init__(self, fn, args, kwargs, given=()):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+        self.given = given
+
+    def __getstate__(self):
+        return (self.fn, self.args, self.kwargs)
+
+    def __setstate__(self, state):
+        self.fn, self.args, self.kwargs = state
+        self.given = ()
 
 
 class _Made:
@@ -48,7 +62,8 @@ class _SpecValue:
                            total_system_mem=r["total_system_mem"], executor=r["executor"],
                            workers=r["workers"], tier=r["tier"],
                            object_store_url=r["object_store_url"], retries=r["retries"],
-                           fuse=r["fuse"], scheduler=spec.scheduler)
+                           fuse=r["fuse"], scheduler=spec.scheduler,
+                           ram_tier_mem=r["ram_tier_mem"] or None)
 
 
 class _Unrecorded:
@@ -76,9 +91,9 @@ def _record(name, fn):
     def call(*args, **kwargs):
         out = fn(*args, **kwargs)
         if isinstance(out, _engine.Array):
-            out._recipe = _Made(_Call(name, _capture(args), _capture(kwargs)))
+            out._recipe = _Made(_Call(name, _capture(args), _capture(kwargs), args))
         elif type(out) in (list, tuple) and out and all(isinstance(o, _engine.Array) for o in out):
-            c = _Call(name, _capture(args), _capture(kwargs))
+            c = _Call(name, _capture(args), _capture(kwargs), args)
             for i, o in enumerate(out):
                 o._recipe = _Made(c, i)
         return out

@@ -3,8 +3,8 @@ import os
 
 from ._core import _strata
 
-# Executors driven from Python (the dask executor, _dask.py, registers itself
-# here): name -> an object with
+# Executors driven from Python (the dask and ray executors, _dask.py and
+# _ray.py, register themselves here): name -> an object with
 #   configure(kwargs, options) -> the `_strata.Spec` arguments, given the
 #       Spec's own and the executor's options (e.g. client=); raises
 #       TypeError/ValueError for bad ones;
@@ -22,9 +22,10 @@ class Spec:
 
     Sizes are bytes or text such as "2GB"; allowed_mem is per task and
     includes reserved_mem. executor is "threads" (default), "inline",
-    "processes", "mpi" or "dask" (with client=, a distributed.Client; by
-    default distributed's current client). A bad setting raises ValueError
-    now.
+    "processes", "mpi", "dask" (with client=, a distributed.Client; by
+    default distributed's current client) or "ray" (with address=, a Ray
+    cluster's address; by default the cluster this process is connected
+    to, else ray.init()'s). A bad setting raises ValueError now.
     """
 
     def __init__(self, work_dir=None, allowed_mem=None, reserved_mem=None,

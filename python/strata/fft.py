@@ -17,9 +17,9 @@ import numpy as _np
 
 from ._block_functions import apply_gufunc as _apply_gufunc
 from ._core import DTYPES as _DTYPES, dtype_name as _dtype_name
-from ._creation import asarray as _asarray
-from ._extras import roll as _roll
-from ._functions import _array
+from .array_api.array_object import as_array as _array
+from .array_api.creation_functions import asarray as _asarray
+from .array_api.manipulation_functions import roll as _roll
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]

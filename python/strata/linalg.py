@@ -22,9 +22,10 @@ import math as _math
 import operator as _operator
 from collections import namedtuple as _namedtuple
 
-from ._array import Array as _Array, _wrap
 from ._core import _strata, dtype_name as _dtype_name
-from ._functions import _array, matmul, matrix_transpose, tensordot, vecdot  # noqa: F401
+from .array_api.array_object import Array as _Array, _wrap, as_array as _array
+from .array_api.linear_algebra_functions import (matmul, matrix_transpose,  # noqa: F401
+                                                 tensordot, vecdot)
 
 LinAlgError = _strata.LinAlgError
 

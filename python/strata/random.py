@@ -4,8 +4,8 @@ Each element is a function of its flat index and the seed, so the same seed
 gives the same values in any chunking, worker count or order."""
 import secrets
 
-from ._array import _wrap
 from ._core import _strata, chunks_arg, dtype_name, shape_tuple, spec_arg
+from .array_api.array_object import _wrap
 
 
 def _seed(seed):

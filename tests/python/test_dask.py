@@ -4,7 +4,6 @@ executor: byte-identical results, memory-tier blocks moved by Dask without
 storage, a worker killed mid-run, errors with the threads executor's
 messages, bad clients."""
 import os
-import re
 import signal
 import threading
 import time
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 import strata
+from external_executor_cases import DATA, ERROR_CASES, assert_error_matches_threads
 
 distributed = pytest.importorskip("distributed")
 
@@ -71,9 +71,6 @@ def both(build, dask_spec, threads_spec, **kwargs):
     on_threads = build(threads_spec).compute()
     same_bytes(on_dask, on_threads)
     return on_dask
-
-
-DATA = np.random.default_rng(20).random((48, 40))
 
 
 def test_spec_defaults_come_from_the_cluster(client, dask_spec):
@@ -273,63 +270,9 @@ def test_region_writes_and_appends_match_threads(dask_spec, threads_spec, tmp_pa
                 assert a.read() == b.read(), rel
 
 
-def test_errors_have_the_threads_messages(dask_spec, threads_spec, tmp_path):
-    def wrong_shape(s):
-        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
-        return strata.map_blocks(lambda blk, block_id=None: blk[:1] if block_id == (3, 2) else blk,
-                                 x)
-
-    def raising(s):
-        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
-
-        def f(blk, block_id=None):
-            if block_id == (2, 1):
-                raise KeyError("no such station")
-            return blk
-        return strata.map_blocks(f, x)
-
-    src = tmp_path / "corrupt.zarr"
-    strata.to_zarr(strata.asarray(DATA, chunks=(8, 8)), str(src), codec="zstd")
-    with open(src / "2.3", "r+b") as f:
-        f.seek(4)
-        f.write(b"\xff" * 16)
-
-    def corrupt(s):
-        return strata.from_zarr(str(src), spec=s) * 2
-
-    def names(text):
-        # Each build makes arrays of its own names; and on a loaded machine a
-        # straggler's backup may be the attempt whose error is reported
-        # ("after 2 attempts"), on either executor.
-        return re.sub(r" after \d+ attempts", "", re.sub(r"array-\d+", "array-N", text))
-
-    def overlap_raising(s):
-        x = strata.asarray(DATA, chunks=(12, 10), spec=s)
-
-        def f(blk, block_id=None):
-            if block_id == (1, 3):
-                raise ArithmeticError("a halo too far")
-            return blk
-        return strata.map_overlap(f, x, depth=2, boundary="periodic")
-
-    def gufunc_wrong_dtype(s):
-        x = strata.asarray(DATA, chunks=(48, 40), spec=s)   # one block: one error
-        return strata.apply_gufunc(lambda b: b.sum(-1), "(i)->()", x, output_dtypes="int32")
-
-    for build in (wrong_shape, raising, corrupt, overlap_raising, gufunc_wrong_dtype):
-        errors = []
-        for spec in (threads_spec, dask_spec):
-            x = build(spec)
-            with pytest.raises(Exception) as info:
-                x.compute()
-            errors.append((info.value, x.name))
-        (t, _), (d, dask_name) = errors
-        assert type(d) is type(t), (t, d)
-        assert names(str(d)) == names(str(t)), (str(t), str(d))
-        notes = getattr(t, "__notes__", [])
-        assert [names(n) for n in getattr(d, "__notes__", [])] == [names(n) for n in notes]
-        # The calling process's array names, not the workers'.
-        assert dask_name in str(d) + "".join(getattr(d, "__notes__", [])), (dask_name, d)
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_errors_have_the_threads_messages(case, dask_spec, threads_spec, tmp_path):
+    assert_error_matches_threads(case, dask_spec, threads_spec, tmp_path)
 
 
 def test_bad_clients(cluster, client):

@@ -492,6 +492,31 @@ def test_plan_over_allowed_mem_is_a_plan_error(tmp_path):
         strata.plan(big + 1)
 
 
+def test_one_fusion_switch():
+    """compute/plan(optimize_graph=False) is Spec(fuse=False) for one call:
+    neither fusion pass runs (planner.h, PlanOptions::fuse)."""
+    def graph(spec):
+        x = strata.ones((40, 30), chunks=(10, 10), spec=spec)
+        # A chain (fuse) and two siblings of one source (fuse_siblings).
+        return (x + 1) * 2, x.sum(axis=0), x.max(axis=0)
+
+    fused = strata.plan(*graph(strata.Spec())).to_dict()
+    assert {"fuse", "fuse_siblings"} <= set(fused["passes"])
+    off = strata.Spec(fuse=False)
+    by_spec = strata.plan(*graph(off)).to_dict()
+    by_call = strata.plan(*graph(strata.Spec()), optimize_graph=False).to_dict()
+    assert by_spec["passes"] == by_call["passes"]
+    assert not {"fuse", "fuse_siblings"} & set(by_call["passes"])
+    def tasks_run(p):
+        return sum(1 for o in p["ops"] if o["materialized"])
+
+    assert tasks_run(by_call) == tasks_run(by_spec) > tasks_run(fused)
+    a, b, c = graph(strata.Spec())
+    want = strata.compute(a, b, c)
+    for got, expected in zip(strata.compute(a, b, c, optimize_graph=False), want):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_spec():
     s = strata.Spec(work_dir="/tmp/x", allowed_mem="1GB", reserved_mem=10_000_000, workers=3)
     assert s.allowed_mem == 1_000_000_000 and s.reserved_mem == 10_000_000

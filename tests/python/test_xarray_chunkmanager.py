@@ -17,14 +17,14 @@ from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint, list_chunkm
 
 import strata
 import strata.xarray as sx
-from strata._chunkmanager import StrataChunkManager
+from strata.xarray._chunkmanager import StrataChunkManager
 
 
 def test_the_entry_point_is_in_the_package_metadata():
     eps = importlib.metadata.entry_points(group="xarray.chunkmanagers")
     ours = [ep for ep in eps if ep.name == "strata"]
     assert len(ours) == 1, list(eps)
-    assert ours[0].value == "strata._chunkmanager:StrataChunkManager"
+    assert ours[0].value == "strata.xarray._chunkmanager:StrataChunkManager"
     # The metadata is the package's own: beside the package imported here.
     dist = ours[0].dist
     assert dist.metadata["Name"] == "strata"
@@ -97,7 +97,12 @@ def test_chunk_compute_and_persist(rng, computes):
     da = xr.DataArray(np.arange(12.0).reshape(3, 4), dims=("x", "y"))
     c = da.chunk({"x": 2}, chunked_array_type="strata")
     assert isinstance(c.data, strata.Array) and c.chunks == ((2, 1), (4,))
-    assert c.chunk({"y": 2}).data.chunksize == (2, 2), "a rechunk keeps the other axes"
+    assert c.chunk({"y": 2}, chunked_array_type="strata").data.chunksize == (2, 2), \
+        "a rechunk keeps the other axes"
+    # Without chunked_array_type, .chunk() uses xarray's default manager
+    # (Dask when installed), which xarray's own option names.
+    with xr.set_options(chunk_manager="strata"):
+        assert c.chunk({"y": 2}).data.chunksize == (2, 2)
     np.testing.assert_array_equal((c + 1).values, da.values + 1)
     np.testing.assert_array_equal(c.load().values, da.values)
     assert isinstance(c.data, np.ndarray), "load() computed it in place"
@@ -117,7 +122,9 @@ def test_open_zarr_with_chunked_array_type_strata(tmp_path, rng, computes):
     got = ours.compute()
     assert computes.n == 1
     xr.testing.assert_identical(got, expected)
-    # Blocks read through xarray's backend stay within their projection.
+    # Blocks read through xarray's backend (packed: CF-decoded by xarray)
+    # and through strata's Zarr reader (t: stored as read) stay within
+    # their projection.
     spec = strata.Spec(allowed_mem="20MB", reserved_mem="1MB")
     ours = xr.open_zarr(path, chunked_array_type="strata", chunks={"time": 3, "lon": -1},
                         from_array_kwargs={"spec": spec})
@@ -125,7 +132,8 @@ def test_open_zarr_with_chunked_array_type_strata(tmp_path, rng, computes):
     hist = strata.HistoryCallback()
     strata.compute(ours.t.data, ours.packed.data, callbacks=[hist])
     reads = [t for t in hist.tasks if t["op"].startswith("from_array-xarray")]
-    assert len(reads) == 4
+    assert len(reads) == 2
+    assert any(t["op"] == "from_zarr" for t in hist.tasks)
     for t in hist.tasks:
         assert 0 < t["measured_peak_mem"] <= t["projected_mem"] <= 20_000_000, t
     xr.testing.assert_allclose(ours.mean("time").compute(), expected.mean("time"))
@@ -166,11 +174,14 @@ def test_apply_ufunc_and_map_blocks(rng):
     r = lazy_elemwise_func(c.data, lambda a: a * 0.5 + 1, np.dtype("float64"))
     assert isinstance(r, strata.Array)
     np.testing.assert_allclose(r.compute(), ds.t.values * 0.5 + 1)
-    with pytest.raises(NotImplementedError, match="drop_axis"):
-        sx.chunk_manager().map_blocks(np.sum, c.data, dtype="float64", drop_axis=0)
-    with pytest.raises(NotImplementedError, match="keep the block shape"):
-        xr.apply_ufunc(np.mean, c.chunk({"lon": -1}), input_core_dims=[["lon"]],
-                       kwargs={"axis": -1}, dask="parallelized", output_dtypes=[np.float64])
+    r = sx.chunk_manager().map_blocks(np.sum, c.data, dtype="float64", drop_axis=0, axis=0)
+    np.testing.assert_allclose(r.compute(), ds.t.values.sum(axis=0))
+    # Core dimensions consumed: strata.apply_gufunc.
+    r = xr.apply_ufunc(np.mean, c.chunk({"lon": -1}, chunked_array_type="strata"),
+                       input_core_dims=[["lon"]], kwargs={"axis": -1}, dask="parallelized",
+                       output_dtypes=[np.float64])
+    assert isinstance(r.data, strata.Array)
+    xr.testing.assert_allclose(r.compute(), ds.t.mean("lon", skipna=False))
 
 
 def test_strata_accessor_on_the_newer_xarray(tmp_path, rng):
@@ -184,3 +195,110 @@ def test_strata_accessor_on_the_newer_xarray(tmp_path, rng):
     (lazy[["t", "q"]] * 2).strata.to_zarr(out)
     xr.testing.assert_identical(xr.open_zarr(out).compute(),
                                 xr.open_zarr(path)[["t", "q"]].compute() * 2)
+
+
+def test_to_zarr_into_a_zarr_python_memory_store(rng, computes):
+    """xarray's to_zarr into a store strata's engine cannot write (a
+    zarr-python MemoryStore): zarr-python writes each strata block, in one
+    strata compute, within the plan's memory check; modes, region=,
+    append_dim= and compute=False as into a path, values equal to
+    numpy-backed xarray's writes."""
+    from zarr.storage import MemoryStore
+    ds = dataset(rng)
+    spec = strata.Spec(allowed_mem="20MB", reserved_mem="1MB")
+    chunked = ds.chunk({"time": 2, "lon": 4}, chunked_array_type="strata",
+                       from_array_kwargs={"spec": spec})
+    out, ref = MemoryStore(), MemoryStore()
+    hist = strata.HistoryCallback()
+    computes.reset()
+    chunked.to_zarr(out, chunkmanager_store_kwargs={"callbacks": [hist]})
+    assert computes.n == 1, "every variable written in one strata compute"
+    writers = [t for t in hist.tasks if t["op"].startswith("store-zarr-python")]
+    assert len(writers) == 3 * 2 * 3 + 2, "one task per block of t, packed, q and land"
+    for t in hist.tasks:
+        assert 0 < t["measured_peak_mem"] <= t["projected_mem"] <= 20_000_000, t
+    ds.to_zarr(ref, encoding={"t": {"chunks": (2, 5, 4)}, "packed": {"chunks": (2, 5, 4)},
+                              "q": {"chunks": (2, 5, 4)}, "land": {"chunks": (5, 4)}})
+    xr.testing.assert_identical(xr.open_zarr(out).compute(), xr.open_zarr(ref).compute())
+    patch = (ds.isel(time=slice(2, 4)) + 1).drop_vars(["lat", "lon", "land", "country"])
+    patch.chunk({"time": 2, "lon": 4}, chunked_array_type="strata").to_zarr(
+        out, region={"time": slice(2, 4)})
+    patch.to_zarr(ref, region={"time": slice(2, 4)})
+    more = dataset(rng).assign_coords(time=pd.date_range("2020-01-03", periods=6, freq="6h"))
+    delayed = more.chunk({"time": 2, "lon": 4}, chunked_array_type="strata").to_zarr(
+        out, append_dim="time", compute=False)
+    import dask
+    dask.compute(delayed)
+    more.to_zarr(ref, append_dim="time")
+    extra = xr.Dataset({"w": ds.t.isel(time=0, drop=True) * 2})
+    extra.chunk({"lon": 4}, chunked_array_type="strata").to_zarr(out, mode="a")
+    extra.to_zarr(ref, mode="a")
+    xr.testing.assert_identical(xr.open_zarr(out).compute(), xr.open_zarr(ref).compute())
+    chunked.to_zarr(out, mode="w")
+    xr.testing.assert_identical(xr.open_zarr(out).compute(), ds)
+
+
+def test_to_zarr_into_a_zarr_python_store_refusals(rng):
+    """Blocks that share a Zarr chunk (xarray's safe_chunks turned off) are
+    refused before anything is written: two tasks would write one chunk at
+    once. A store that fails names the target in one line."""
+    from zarr.storage import MemoryStore
+    ds = dataset(rng)[["t"]]
+    out = MemoryStore()
+    odd = ds.chunk({"time": 3}, chunked_array_type="strata")
+    with pytest.raises(ValueError, match=r"share Zarr chunks of 2, which two tasks would write "
+                                         r"at once; rechunk the data to multiples of 2") as e:
+        odd.to_zarr(out, encoding={"t": {"chunks": (2, 5, 8)}}, safe_chunks=False)
+    assert "\n" not in str(e.value)
+    assert not [k for k in out._store_dict if k.startswith("t/c")], "nothing written"
+    # A sharded array's unit of writing is the shard.
+    v = xr.Dataset({"v": ("x", np.arange(16.0))})
+    with pytest.raises(ValueError, match="share Zarr chunks of 8") as e:
+        v.chunk({"x": 4}, chunked_array_type="strata").to_zarr(
+            MemoryStore(), encoding={"v": {"chunks": (2,), "shards": (8,)}}, zarr_format=3,
+            safe_chunks=False)
+    sharded = MemoryStore()
+    v.chunk({"x": 8}, chunked_array_type="strata").to_zarr(
+        sharded, encoding={"v": {"chunks": (2,), "shards": (8,)}}, zarr_format=3)
+    np.testing.assert_array_equal(xr.open_zarr(sharded).v.values, v.v.values)
+    # One block covering part of chunks no other block writes is no race.
+    region = ds.isel(time=slice(1, 4)).drop_vars(["lat", "lon", "country"])
+    region.chunk(chunked_array_type="strata").to_zarr(out, region={"time": slice(1, 4)},
+                                                      safe_chunks=False)
+    np.testing.assert_array_equal(xr.open_zarr(out).t.values[1:4], ds.t.values[1:4])
+
+    class Failing(MemoryStore):
+        async def set(self, key, value, byte_range=None):
+            if key.startswith("t/c"):   # the strata-backed variable's chunks
+                raise OSError("disk full\nsecond line")
+            return await super().set(key, value)
+    with pytest.raises(OSError, match=r"store into .*/t: writing block \(0, 0, 0\): OSError: "
+                                      r"disk full second line") as e:
+        ds.chunk({"time": 6}, chunked_array_type="strata").to_zarr(Failing())
+    assert "\n" not in str(e.value)
+
+
+def test_s3fs_settings_strata_takes():
+    """s3fs storage options as strata's S3 URL query, or None (zarr-python
+    writes) where strata's S3 store would not write where and as s3fs does."""
+    from strata.xarray._chunkmanager import _s3_query
+    assert _s3_query({}) == {}
+    assert _s3_query({"endpoint_url": "http://127.0.0.1:9000/", "anon": True,
+                      "client_kwargs": {"region_name": "eu-west-1"},
+                      "asynchronous": True}) == {
+        "endpoint": "http://127.0.0.1:9000", "region": "eu-west-1", "anon": "true"}
+    assert _s3_query({"client_kwargs": {"endpoint_url": "http://h:1"}, "profile": "p"}) == {
+        "endpoint": "http://h:1", "profile": "p"}
+    env = {"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK"}
+    with pytest.MonkeyPatch.context() as m:
+        for k, v in env.items():
+            m.setenv(k, v)
+        m.delenv("AWS_SESSION_TOKEN", raising=False)
+        assert _s3_query({"key": "AK", "secret": "SK"}) == {}
+        assert _s3_query({"key": "AK", "secret": "other"}) is None
+        assert _s3_query({"key": "AK", "secret": "SK", "token": "T"}) is None
+        assert _s3_query({"key": "AK", "secret": "SK", "profile": "p"}) is None
+    for other in ({"requester_pays": True}, {"config_kwargs": {"retries": {}}},
+                  {"s3_additional_kwargs": {"ACL": "private"}},
+                  {"client_kwargs": {"verify": False}}, {"endpoint_url": "http://h/?a=b"}):
+        assert _s3_query(other) is None, other

@@ -9,10 +9,11 @@ the accessor, and bad input (an unreachable endpoint, a missing bucket, a
 prefix that is no Zarr group, a write that fails) refused in one line with
 nothing half-written. Region backfills, appends and added variables,
 matched against xarray's own to_zarr, are test_xarray.py's tests, which run
-on a path and on S3 (its `place` fixture). xarray itself cannot open s3://
-here (no s3fs), so the oracle is xarray on a local copy: groups go to S3
-and come back byte for byte through strata's own store
-(`_strata.open_store`, conftest's S3Place), which the first test checks."""
+on a path and on S3 (its `place` fixture). The oracle is xarray on a local
+copy: groups go to S3 and come back byte for byte through strata's own
+store (`_strata.open_store`, conftest's S3Place), which the first test
+checks. The last tests write with xarray's own to_zarr("s3://...",
+storage_options=) through s3fs (the chunk manager's store hook)."""
 import json
 import socket
 import time
@@ -295,4 +296,142 @@ def test_bad_input_on_s3_is_one_clear_line(s3, rng, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
     with pytest.raises(OSError, match="403") as e:
         sx.open_zarr(f"{s3}/plain")
+    one_line(e)
+
+
+# ------------------------------------------- xarray's own to_zarr("s3://...")
+# xarray opens s3:// through zarr-python's FsspecStore over s3fs; the chunk
+# manager's store hook writes the chunks with strata's own S3 store when it
+# can say the same settings (_strata_url), else through zarr-python.
+
+def options(server, **overrides):
+    """storage_options for s3fs, pointing at the test server."""
+    pytest.importorskip("s3fs")
+    out = {"endpoint_url": server.endpoint, "key": "S3RVER", "secret": "S3RVER",
+           "client_kwargs": {"region_name": "us-east-1"}}
+    out.update(overrides)
+    return out
+
+
+@pytest.fixture
+def writes(monkeypatch):
+    """How the store hook writes: the number of (strata-engine, zarr-python)
+    array writes it made."""
+    from strata.xarray import _chunkmanager as cm
+    count = {"engine": 0, "zarr": 0}
+    real_url, real_writes = cm._strata_url, cm._zarr_writes
+
+    def url(target):
+        u = real_url(target)
+        count["engine"] += u is not None
+        return u
+
+    def zarr_writes(*args):
+        count["zarr"] += 1
+        return real_writes(*args)
+    monkeypatch.setattr(cm, "_strata_url", url)
+    monkeypatch.setattr(cm, "_zarr_writes", zarr_writes)
+    return count
+
+
+# The weather encodings, t's chunks left to xarray (the data's own blocks:
+# xarray's safe_chunks refuses blocks that share a Zarr chunk).
+ENCODING = {k: v for k, v in WEATHER_ENCODING.items() if k != "t"}
+
+
+def check_tasks(hist, allowed):
+    assert hist.tasks
+    for t in hist.tasks:
+        assert 0 < t["measured_peak_mem"] <= t["projected_mem"] <= allowed, t
+
+
+def test_xarray_to_zarr_s3_storage_options(s3, s3_env, tmp_path, rng, writes):
+    """xarray's own to_zarr("s3://...", storage_options=) of strata-backed
+    data, mode "w", "a" (a new variable), region= and append_dim=, equals
+    xarray's numpy-backed writes into a local store; the engine writes the
+    chunks (the settings are the ones its S3 store takes)."""
+    so = options(s3_env)
+    url, ref = f"{s3}/xr.zarr", str(tmp_path / "ref.zarr")
+    spec = strata.Spec(allowed_mem="30MB", reserved_mem="1MB")
+    base = weather(rng, "2020-01-01", 8)
+    hist = strata.HistoryCallback()
+    on_strata(base, chunks=(4, 4, 6)).to_zarr(url, storage_options=so, mode="w",
+                                               encoding=ENCODING,
+                                               chunkmanager_store_kwargs={"callbacks": [hist]})
+    base.to_zarr(ref, mode="w", encoding=ENCODING)
+    assert writes == {"engine": 4, "zarr": 0}
+    check_tasks(hist, 30_000_000)
+    patch = (base.isel(time=slice(4, 8)) + 1)[["t", "q"]].drop_vars(
+        ["lat", "lon", "station", "country", "height"])
+    on_strata(patch, chunks=(4, 4, 6)).to_zarr(url, storage_options=so,
+                                               region={"time": slice(4, 8)})
+    patch.to_zarr(ref, region={"time": slice(4, 8)})
+    more = weather(rng, "2020-01-03", 4)
+    on_strata(more, chunks=(4, 4, 6)).to_zarr(url, storage_options=so, append_dim="time")
+    more.to_zarr(ref, append_dim="time")
+    extra = xr.Dataset({"w": base.t.isel(time=0, drop=True) * 2})
+    on_strata(extra, chunks=(2, 3)).to_zarr(url, storage_options=so, mode="a")
+    extra.to_zarr(ref, mode="a")
+    assert writes["zarr"] == 0
+    got = xr.open_zarr(url, storage_options=so).compute()
+    xr.testing.assert_identical(got, xr.open_zarr(ref).compute())
+    # strata's own reader agrees.
+    xr.testing.assert_identical(sx.open_zarr(url).strata.compute()[list(got.data_vars)], got)
+
+
+def test_xarray_to_zarr_s3_compute_false(s3, s3_env, tmp_path, rng, writes):
+    dask = pytest.importorskip("dask")
+    so = options(s3_env)
+    url, ref = f"{s3}/lazy.zarr", str(tmp_path / "ref.zarr")
+    ds = weather(rng, "2020-01-01", 8)
+    delayed = on_strata(ds, chunks=(4, 4, 6)).to_zarr(url, storage_options=so,
+                                                      encoding=ENCODING, compute=False)
+    assert not [k for k in objects(url) if k.startswith("t/c")], "no chunk before the compute"
+    dask.compute(delayed)
+    assert writes == {"engine": 4, "zarr": 0}
+    ds.to_zarr(ref, encoding=ENCODING)
+    xr.testing.assert_identical(xr.open_zarr(url, storage_options=so).compute(),
+                                xr.open_zarr(ref).compute())
+
+
+def test_xarray_to_zarr_s3_settings_strata_cannot_take(s3, s3_env, rng, monkeypatch, writes):
+    """Credentials in storage_options that are not the ones strata's chain
+    finds (it takes none in a URL), and s3fs options strata has no spelling
+    for: zarr-python writes every block, within the plan's memory check."""
+    so = options(s3_env)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "SOMEONE-ELSE")
+    ds = weather(rng, "2020-01-01", 8)
+    hist = strata.HistoryCallback()
+    url = f"{s3}/generic.zarr"
+    on_strata(ds, chunks=(4, 4, 6)).to_zarr(url, storage_options=so, encoding=ENCODING,
+                                            chunkmanager_store_kwargs={"callbacks": [hist]})
+    assert writes == {"engine": 0, "zarr": 4}
+    check_tasks(hist, strata.Spec().allowed_mem)
+    assert any(t["op"].startswith("store-zarr-python") for t in hist.tasks)
+    more = weather(rng, "2020-01-03", 4)
+    on_strata(more, chunks=(4, 4, 6)).to_zarr(
+        url, storage_options=options(s3_env, requester_pays=False), append_dim="time")
+    got = xr.open_zarr(url, storage_options=so).compute()
+    np.testing.assert_array_equal(got.t.values, np.concatenate([ds.t.values, more.t.values]))
+    np.testing.assert_array_equal(got.q.values, np.concatenate([ds.q.values, more.q.values]))
+
+
+def test_xarray_to_zarr_s3_errors(s3, s3_env, rng):
+    """A server that does not answer: s3fs's own error, from xarray's first
+    metadata write, before anything of the data is written. A write that
+    fails mid-way raises from to_zarr; xarray wrote the group's metadata
+    (consolidated) before any chunk, as with Dask, so the chunks not written
+    read as fill values (docs/xarray.md: the accessor's to_zarr writes the
+    metadata last)."""
+    ds = on_strata(weather(rng, "2020-01-01", 8), chunks=(2, 4, 6))
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(Exception, match="127.0.0.1"):
+        ds.to_zarr(f"{s3}/nowhere.zarr",
+                   storage_options=options(s3_env, endpoint_url=endpoint,
+                                           config_kwargs={"retries": {"max_attempts": 1},
+                                                          "connect_timeout": 1}))
+    url = f"{s3}/broken.zarr"
+    bad, _ = failing(ds, url)
+    with pytest.raises(RuntimeError, match="fails mid-write") as e:
+        bad.to_zarr(url, storage_options=options(s3_env), zarr_format=2)
     one_line(e)

@@ -2,15 +2,29 @@
 
 Building an Array never touches data; compute(), numpy conversion and the
 scalar conversions (bool(x), float(x), ...) run the plan.
+
+This module is the bottom of the namespace's layers: the chapter modules
+beside it (creation_functions, statistical_functions, ...) build on it, and
+it imports only the layers below it, which work on engine handles
+(_ops, _indexing, _execute, _zarr_io, _blocks). A method that has a
+namespace function of the same name runs that function's code path and has
+its semantics (`x.sum(axis=0)` is `strata.sum(x, axis=0)`); the numpy-only
+spellings a method also takes (a positional axis, ddof=) are named in its
+docstring and in docs/python-api.md.
+
+numpy's protocols (__array_function__, __array_ufunc__) look their handlers
+up in NUMPY_FUNCTIONS and NUMPY_UFUNC_METHODS, which _numpy_protocol.py
+fills when strata is imported (NEP 18's registration pattern: the protocol
+module is above every namespace module it maps numpy's functions to).
 """
 import operator
 import sys
 
 import numpy as np
 
-from . import _core
-from ._core import _strata
-from ._numpy_dispatch import NumpyMethods
+from .. import _blocks, _core, _execute, _indexing, _ops, _zarr_io
+from .._core import _strata
+from .._spec import Spec
 
 
 # The Array API versions __array_namespace__ accepts (strata's is the last).
@@ -31,8 +45,7 @@ def _as_operand(x, what):
     if _core.is_python_scalar(x):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
-        from ._creation import asarray
-        return asarray(x)._h
+        return _indexing.handle_of_numpy(x)
     raise TypeError(f"{what}: unsupported operand type {type(x).__name__} "
                     "(expected a strata.Array, a numpy array or a Python scalar)")
 
@@ -83,11 +96,10 @@ def _binary(name, a, b):
         if isinstance(h, Array):  # a comparison answered already
             return h
         if isinstance(h, np.ndarray):
-            from ._creation import asarray
             if i == 0:
-                ha = asarray(h)._h
+                ha = _indexing.handle_of_numpy(h)
             else:
-                hb = asarray(h)._h
+                hb = _indexing.handle_of_numpy(h)
     return _wrap(_strata.binary(name, ha, hb))
 
 
@@ -110,8 +122,9 @@ def _inplace(name, symbol):
     API's rule for in-place operators)."""
     def op(self, other):
         if name == "matmul":
-            from ._functions import matmul
-            r = matmul(self, other)
+            r = self.__matmul__(other)
+            if r is NotImplemented:
+                return r
         else:
             if not (isinstance(other, (Array, np.ndarray, np.generic)) or
                     _core.is_python_scalar(other)):
@@ -152,12 +165,44 @@ def _numpy_vectorize_is_calling():
     return False
 
 
-class Array(NumpyMethods):
-    """A lazy chunked array (strata.Array). See the package docstring.
+_FLOX_REFUSED = (
+    "xarray's group-by through flox cannot run on strata arrays: flox computes any array that "
+    "is neither Dask nor Cubed whole in memory (numpy_groupies); use "
+    "`with xr.set_options(use_flox=False):` (one grouped strata reduction) or "
+    "`ds.strata.groupby(...)`")
 
-    numpy's protocols (__array_ufunc__, __array_function__) and the ndarray
-    methods numpy-written code calls come from NumpyMethods
-    (_numpy_dispatch.py): numpy functions on an Array build lazy Arrays."""
+
+def _flox_is_calling():
+    """True when flox's in-memory group-by (flox.core.chunk_reduce, which
+    flox runs on every array it does not know as Dask or Cubed) is
+    reshaping an Array: it would go on to compute it whole and reduce it in
+    this process. flox is looked up only if already imported."""
+    core = sys.modules.get("flox.core")
+    code = getattr(getattr(core, "chunk_reduce", None), "__code__", None)
+    if code is None:
+        return False
+    try:
+        frame = sys._getframe(2)  # 0: here, 1: reshape, 2: whoever reshapes
+    except ValueError:
+        return False
+    return frame.f_code is code
+
+
+class _ArrayBase:
+    """strata.Array's base. Empty: it exists so that strata.xarray can add
+    xarray's ExplicitlyIndexed protocol to Array's bases when it is imported
+    (xarray/_indexing.py); a class whose only base is `object` cannot gain
+    one."""
+
+    __slots__ = ()
+
+
+class Array(_ArrayBase):
+    """A lazy chunked array (strata.Array). See the module docstring.
+
+    Thread-safety: an Array is a handle to an immutable plan node; setitem
+    and the in-place operators rebind the handle of this Python object only,
+    so an Array shared between threads must not be assigned into."""
 
     __slots__ = ("_h", "__weakref__")
 
@@ -228,21 +273,18 @@ class Array(NumpyMethods):
 
     @property
     def spec(self):
-        from ._spec import Spec
         return Spec._from_cpp(self._h.spec)
 
     @property
     def T(self):
-        from ._functions import permute_dims
         if self.ndim != 2:
             raise ValueError(f"x.T is for 2-d arrays (this one has {self.ndim} dimensions); "
                              "use strata.permute_dims")
-        return permute_dims(self, (1, 0))
+        return _wrap(_strata.permute_dims(self._h, [1, 0]))
 
     @property
     def mT(self):
-        from ._functions import matrix_transpose
-        return matrix_transpose(self)
+        return _wrap(_strata.matrix_transpose(self._h))
 
     @property
     def real(self):
@@ -258,11 +300,12 @@ class Array(NumpyMethods):
     def __array_namespace__(self, /, *, api_version=None):
         """The strata module: the Array API 2024.12 (the earlier versions
         asked for are its subsets)."""
-        import strata
         if api_version is not None and api_version not in _API_VERSIONS:
             raise ValueError(f"strata implements the Array API {', '.join(_API_VERSIONS)}, "
                              f"not {api_version!r}")
-        return strata
+        # The namespace is the package this module is part of, imported
+        # before any of its modules (no import: it is there).
+        return sys.modules[__package__.partition(".")[0]]
 
     def __repr__(self):
         return (f"strata.Array<{self.name}, shape={self.shape}, dtype={self.dtype}, "
@@ -319,16 +362,14 @@ class Array(NumpyMethods):
     __hash__ = None
 
     def __matmul__(self, other):
-        from ._functions import matmul
         if not isinstance(other, (Array, np.ndarray)):
             return NotImplemented
-        return matmul(self, other)
+        return _wrap(_strata.matmul(self._h, as_array(other, "matmul")._h))
 
     def __rmatmul__(self, other):
-        from ._functions import matmul
         if not isinstance(other, (Array, np.ndarray)):
             return NotImplemented
-        return matmul(other, self)
+        return _wrap(_strata.matmul(as_array(other, "matmul")._h, self._h))
 
     def __neg__(self):
         return _wrap(_strata.unary("negative", self._h))
@@ -360,24 +401,22 @@ class Array(NumpyMethods):
         """x[key] = value: x becomes a new lazy array with those elements
         replaced (Dask's semantics; there are no views, so arrays derived
         from x before keep their values)."""
-        from ._indexing import setitem
-        self._h = setitem(self, key, value)
+        self._h = _indexing.setitem(self._h, _key_handles(key), _as_operand(value, "setitem"))
 
     def __getitem__(self, key):
-        from ._indexing import getitem
-        return getitem(self, key)
+        """x[key] with numpy's semantics (_indexing.getitem)."""
+        return _wrap(_indexing.getitem(self._h, _key_handles(key)))
 
     @property
     def vindex(self):
         """Pointwise selection, as Dask's: x.vindex[ilat, ilon]."""
-        from ._indexing import VIndexer
-        return VIndexer(self)
+        return _VIndexer(self)
 
     # ------------------------------------------------- conversions (they compute)
-    def compute(self, **kwargs):
-        """Runs the plan; returns a numpy array over the engine's buffer."""
-        from ._compute import compute
-        return compute(self, **kwargs)[0]
+    def compute(self, *, callbacks=None, optimize_graph=True, **kwargs):
+        """Runs the plan; returns a numpy array over the engine's buffer
+        (strata.compute(x, ...)[0])."""
+        return _execute.run([self._h], callbacks, optimize_graph, **kwargs)[0]
 
     def _scalar(self, kind):
         if self.ndim != 0 and self.size != 1:
@@ -458,49 +497,269 @@ class Array(NumpyMethods):
             chunks = tuple(kept)
         return _wrap(_strata.rechunk(self._h, _core.chunks_arg(chunks, self.ndim)))
 
-    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        """numpy's ndarray.astype (xarray calls it with keywords); order,
-        casting and subok are numpy's and change nothing here."""
-        from ._functions import astype
-        return astype(self, dtype, copy=copy)
 
-    def reshape(self, *shape):
-        from ._functions import reshape
-        return reshape(self, shape[0] if len(shape) == 1 else shape)
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True, *,
+               device=None):
+        """x as `dtype` (strata.astype). copy=False returns x itself when the
+        dtype is x's; copy=True always a new Array object (lazy arrays share
+        their data, but setitem rebinds the object, which must not be x).
+        numpy's order, casting and subok are accepted (xarray passes them)
+        and change nothing."""
+        if device not in (None, "cpu"):
+            raise ValueError(f"astype: strata arrays live on the 'cpu' device, not {device!r}")
+        h = _ops.astype(self._h, dtype)
+        return self if h is self._h and not copy else _wrap(h)
 
-    def visualize(self, filename="strata", format=None):
-        from ._compute import visualize
-        return visualize(self, filename=filename, format=format)
+    def reshape(self, *shape, copy=None, order="C"):
+        """strata.reshape(x, shape); numpy's x.reshape(2, 3) spelling too, and
+        numpy's `order` keyword in its default "C" only. flox's in-memory
+        group-by reshapes here first (see _flox_is_calling): a one-line
+        error naming the spellings that stay lazy, before anything runs."""
+        if _flox_is_calling():
+            raise NotImplementedError(_FLOX_REFUSED)
+        if order != "C":
+            raise ValueError(f"reshape: strata arrays are reshaped in C order only, not "
+                             f"order={order!r}")
+        if copy is False:
+            raise ValueError("reshape: strata arrays are lazy; copy=False cannot be promised")
+        shape = shape[0] if len(shape) == 1 else shape
+        return _wrap(_strata.reshape(self._h, list(_core.shape_tuple(shape))))
 
-    def plan(self):
-        from ._compute import plan
-        return plan(self)
+    def squeeze(self, axis=None):
+        """strata.squeeze(x, axis); axis=None (numpy's default) drops every
+        axis of length 1."""
+        if axis is None:
+            axis = tuple(i for i, n in enumerate(self.shape) if n == 1)
+        axes = _core.axes_arg(axis, self.ndim)
+        return self if not axes else _wrap(_strata.squeeze(self._h, axes))
+
+    def transpose(self, *axes):
+        """numpy's x.transpose(): strata.transpose(x, axes), the axes reversed
+        when none are given."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        if not axes:
+            axes = range(self.ndim - 1, -1, -1)
+        perm = []
+        for a in axes:
+            a = operator.index(a)
+            if not -self.ndim <= a < self.ndim:
+                raise np.exceptions.AxisError(f"transpose: axis {a} is out of bounds for an "
+                                              f"array of dimension {self.ndim}")
+            perm.append(a % self.ndim)
+        return _wrap(_strata.permute_dims(self._h, perm))
+
+    def swapaxes(self, axis1, axis2):
+        """numpy's x.swapaxes (numpy.swapaxes)."""
+        a = _core.axis_index(axis1, self.ndim, "swapaxes")
+        b = _core.axis_index(axis2, self.ndim, "swapaxes")
+        perm = list(range(self.ndim))
+        perm[a], perm[b] = perm[b], perm[a]
+        return _wrap(_strata.permute_dims(self._h, perm))
+
+    def ravel(self):
+        """numpy's x.ravel(): x as 1-d, in C order (lazy)."""
+        return _wrap(_strata.reshape(self._h, [self.size]))
+
+    flatten = ravel
+
+    def copy(self):
+        """A new Array object over the same lazy array: lazy arrays are
+        immutable (setitem rebinds the Python object), so a copy, deep or
+        not, shares the plan node."""
+        return _wrap(self._h)
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    # ------------------------------------------------------------- reductions
+    # Each is the namespace function of its name (strata.sum(x, ...) calls
+    # x.sum(...)). The axis may be given by position, as numpy code does.
+
+    def sum(self, axis=None, *, dtype=None, keepdims=False, split_every=None):
+        """strata.sum: accumulated and returned in `dtype` when given."""
+        return _wrap(_ops.sum_like("sum", self._h, axis, dtype, keepdims, split_every))
+
+    def prod(self, axis=None, *, dtype=None, keepdims=False, split_every=None):
+        """strata.prod: accumulated and returned in `dtype` when given."""
+        return _wrap(_ops.sum_like("prod", self._h, axis, dtype, keepdims, split_every))
+
+    def mean(self, axis=None, *, dtype=None, keepdims=False, split_every=None):
+        """strata.mean; numpy's dtype= casts x to it first."""
+        h = _ops.in_dtype(self._h, dtype, "mean")
+        return _wrap(_ops.reduce("mean", h, axis, keepdims, split_every=split_every))
+
+    def min(self, axis=None, *, keepdims=False, split_every=None):
+        """strata.min."""
+        return _wrap(_ops.reduce("min", self._h, axis, keepdims, split_every=split_every))
+
+    def max(self, axis=None, *, keepdims=False, split_every=None):
+        """strata.max."""
+        return _wrap(_ops.reduce("max", self._h, axis, keepdims, split_every=split_every))
+
+    def var(self, axis=None, *, correction=None, ddof=None, dtype=None, keepdims=False,
+            split_every=None):
+        """strata.var: the standard's correction= or numpy's ddof= (the same
+        number); numpy's dtype= casts x to it first."""
+        h = _ops.in_dtype(self._h, dtype, "var")
+        return _wrap(_ops.moment("var", h, axis, _ops.correction_of("var", correction, ddof),
+                                 keepdims, split_every))
+
+    def std(self, axis=None, *, correction=None, ddof=None, dtype=None, keepdims=False,
+            split_every=None):
+        """strata.std: the standard's correction= or numpy's ddof= (the same
+        number); numpy's dtype= casts x to it first."""
+        h = _ops.in_dtype(self._h, dtype, "std")
+        return _wrap(_ops.moment("std", h, axis, _ops.correction_of("std", correction, ddof),
+                                 keepdims, split_every))
+
+    def all(self, axis=None, *, keepdims=False):
+        """strata.all."""
+        return _wrap(_ops.reduce("all", self._h, axis, keepdims))
+
+    def any(self, axis=None, *, keepdims=False):
+        """strata.any."""
+        return _wrap(_ops.reduce("any", self._h, axis, keepdims))
+
+    def argmin(self, axis=None, *, keepdims=False):
+        """strata.argmin."""
+        return _wrap(_ops.arg("argmin", self._h, axis, keepdims))
+
+    def argmax(self, axis=None, *, keepdims=False):
+        """strata.argmax."""
+        return _wrap(_ops.arg("argmax", self._h, axis, keepdims))
+
+    def cumsum(self, axis=None, dtype=None):
+        """strata.cumsum (numpy's: x flattened when axis is None)."""
+        return _wrap(_ops.numpy_cumulative("cumsum", self._h, axis, dtype))
+
+    def cumprod(self, axis=None, dtype=None):
+        """strata.cumprod (numpy's: x flattened when axis is None)."""
+        return _wrap(_ops.numpy_cumulative("cumprod", self._h, axis, dtype))
+
+    # ------------------------------------------------------------ elementwise
+    def clip(self, min=None, max=None):
+        """strata.clip."""
+        lo = None if min is None else _as_operand(min, "clip")
+        hi = None if max is None else _as_operand(max, "clip")
+        return _wrap(_ops.clip(self._h, lo, hi))
+
+    def round(self, decimals=0):
+        """numpy's round(x, decimals); decimals=0 is strata.round(x)."""
+        return _wrap(_ops.round_to(self._h, decimals))
+
+    # ---------------------------------------------------- running and writing
+    def visualize(self, filename="strata", format=None, optimize_graph=True):
+        """strata.visualize(x, ...)."""
+        return _execute.visualize([self._h], filename=filename, format=format)
+
+    def plan(self, optimize_graph=True):
+        """strata.plan(x, ...)."""
+        return _execute.plan([self._h], optimize_graph)
 
     def to_zarr(self, store, path=None, **kwargs):
-        from ._io import to_zarr
-        return to_zarr(self, store, path, **kwargs)
+        """strata.to_zarr(x, store, path, ...)."""
+        h = _zarr_io.to_zarr(self._h, store, path, **kwargs)
+        return None if h is None else _wrap(h)
 
     def map_blocks(self, func, *args, **kwargs):
-        from ._block_functions import map_blocks
-        return map_blocks(func, self, *args, **kwargs)
+        """strata.map_blocks(func, x, *args, ...)."""
+        return _wrap(_blocks.map_blocks(func, _handles([self, *args], "map_blocks"), **kwargs))
 
     def map_overlap(self, func, depth, boundary=None, trim=True, **kwargs):
-        """Dask's Array.map_overlap: strata.map_overlap(func, self, ...)."""
-        from ._block_functions import map_overlap
-        return map_overlap(func, self, depth=depth, boundary=boundary, trim=trim, **kwargs)
+        """Dask's Array.map_overlap: strata.map_overlap(func, x, ...)."""
+        return _wrap(_blocks.map_overlap(func, [self._h], depth=depth, boundary=boundary,
+                                         trim=trim, **kwargs))
 
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        from ._functions import sum
-        return sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+    # ------------------------------------------------------- numpy's protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NEP 13: numpy ufuncs on Arrays build lazy Arrays (_numpy_protocol.py)."""
+        for x in inputs + tuple(kwargs.get("out", None) or ()):
+            if not isinstance(x, (Array, np.ndarray, np.generic, bool, int, float, complex)):
+                return NotImplemented
+        handler = NUMPY_UFUNC_METHODS.get(method)
+        if handler is None:
+            raise NotImplementedError(f"numpy.{ufunc.__name__}.{method} is not implemented "
+                                      "for strata.Array")
+        return handler(ufunc, inputs, dict(kwargs))
 
-    def mean(self, axis=None, keepdims=False):
-        from ._functions import mean
-        return mean(self, axis=axis, keepdims=keepdims)
+    def __array_function__(self, func, types, args, kwargs):
+        """NEP 18: numpy functions on Arrays build lazy Arrays (_numpy_protocol.py)."""
+        for t in types:
+            if not issubclass(t, (Array, np.ndarray)):
+                return NotImplemented
+        handler = NUMPY_FUNCTIONS.get(func)
+        if handler is None:
+            raise NotImplementedError(
+                f"{_numpy_name(func)} is not implemented for strata.Array (strata does not "
+                "compute silently; use a strata function, or compute first)")
+        return handler(*args, **kwargs)
 
-    def min(self, axis=None, keepdims=False):
-        from ._functions import min
-        return min(self, axis=axis, keepdims=keepdims)
+    def item(self, *args):
+        """numpy's x.item(): computes x."""
+        return np.asarray(self).item(*args)
 
-    def max(self, axis=None, keepdims=False):
-        from ._functions import max
-        return max(self, axis=axis, keepdims=keepdims)
+    def tolist(self):
+        """numpy's x.tolist(): computes x."""
+        return np.asarray(self).tolist()
+
+
+# numpy function -> its handler, and ufunc method ("__call__", "reduce",
+# "accumulate") -> handler(ufunc, inputs, kwargs); filled by _numpy_protocol.
+NUMPY_FUNCTIONS = {}
+NUMPY_UFUNC_METHODS = {}
+
+
+def _numpy_name(func):
+    module = getattr(func, "__module__", None) or "numpy"
+    # numpy's public name: numpy.sum, not numpy._core.fromnumeric.sum.
+    if module.startswith(("numpy.core", "numpy._core")) or (
+            module.startswith("numpy.lib.") and module != "numpy.lib.stride_tricks"):
+        module = "numpy"
+    return f"{module}.{getattr(func, '__name__', repr(func))}"
+
+
+class _VIndexer:
+    """x.vindex: `x.vindex[ilat, ilon]` selects points (Dask's vindex)."""
+
+    __slots__ = ("_x",)
+
+    def __init__(self, x):
+        self._x = x
+
+    def __getitem__(self, key):
+        return _wrap(_indexing.vindex(self._x._h, _key_handles(key)))
+
+
+def _key_handles(key):
+    """An index key (or an xarray explicit indexer's) with its Arrays as
+    handles (a 0-d integer Array as its int, computed), for _indexing."""
+    key = _indexing.explicit_key(key)
+
+    def term(k):
+        if not isinstance(k, Array):
+            return k
+        if k.ndim == 0 and k.dtype.kind in "iu":
+            return operator.index(k)
+        return k._h
+    return tuple(term(k) for k in key) if isinstance(key, tuple) else term(key)
+
+
+def _handles(arrays, what):
+    if not all(isinstance(a, Array) for a in arrays):
+        raise TypeError(f"{what}: pass the arrays as positional arguments "
+                        "(other arguments as keywords)")
+    return [a._h for a in arrays]
+
+
+def as_array(x, what):
+    """x as an Array: an Array as it is, a numpy array or scalar shared
+    (zero-copy where possible); TypeError naming `what` for anything else."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _wrap(_indexing.handle_of_numpy(x))
+    raise TypeError(f"{what}: expected a strata.Array, got {type(x).__name__}")

@@ -2,13 +2,13 @@
 import builtins
 import numbers
 import operator
-import os
 
 import numpy as np
 
-from . import _core
-from ._array import Array, _wrap
-from ._core import _strata, chunks_arg, dtype_name, shape_tuple, spec_arg
+from .. import _core
+from .._core import (_strata, chunks_arg, dtype_name, numpy_to_share, shape_tuple,
+                     spec_arg)
+from .array_object import Array, _wrap, as_array
 
 
 def _check_device(device):
@@ -158,46 +158,6 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, chunks="auto", 
                              dtype_name(dtype or "float64"), spec_arg(spec)))
 
 
-def _numpy_of(obj, dtype, copy):
-    """obj as a numpy array Strata can share: C-contiguous, aligned, native
-    byte order, a supported dtype. Copies only when it must (or copy=True)."""
-    if isinstance(obj, np.ndarray):
-        a = obj
-    elif _core.is_python_scalar(obj) or isinstance(obj, (list, tuple)):
-        a = np.asarray(obj)
-        if a.dtype.kind == "O" or a.dtype.kind == "U":
-            raise TypeError(f"asarray: cannot make an array of {type(obj).__name__} "
-                            f"holding {a.dtype} values")
-    elif hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or \
-            hasattr(obj, "__dlpack__"):
-        a = np.asarray(obj) if not hasattr(obj, "__dlpack__") or hasattr(obj, "__array__") \
-            else np.from_dlpack(obj)
-    else:
-        try:
-            a = np.asarray(memoryview(obj))
-        except TypeError:
-            raise TypeError(f"asarray: cannot make an array from {type(obj).__name__}") from None
-    if dtype is not None:
-        target = _core.DTYPES[dtype_name(dtype, "asarray: dtype")]
-        if a.dtype != target:
-            if copy is False:
-                raise ValueError(f"asarray: {a.dtype} to {target} needs a copy, and copy=False")
-            a = a.astype(target)
-            copy = None
-    try:
-        dtype_name(a.dtype, "asarray")
-    except TypeError:
-        if a.dtype.kind in "biufc" and a.dtype.byteorder not in ("=", "|"):
-            a = a.astype(a.dtype.newbyteorder("="))
-        else:
-            raise
-    if copy:
-        return np.array(a, order="C", copy=True)
-    if not (a.flags.c_contiguous and a.flags.aligned):
-        if copy is False:
-            raise ValueError("asarray: a non-contiguous array needs a copy, and copy=False")
-        a = np.ascontiguousarray(a)
-    return a
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None, chunks="auto", spec=None):
@@ -219,7 +179,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, chunks="auto", spec=N
         return obj
     if isinstance(obj, (list, tuple)) and any(isinstance(v, Array) for v in obj):
         obj = [np.asarray(v) for v in obj]
-    a = _numpy_of(obj, dtype, copy)
+    a = numpy_to_share(obj, dtype, copy)
     return _wrap(_strata.asarray(a, chunks_arg(chunks, a.ndim), spec_arg(spec)))
 
 
@@ -245,9 +205,10 @@ def from_dlpack(x, /, *, device=None, copy=None, chunks="auto", spec=None):
     return _wrap(_strata.from_external(a, chunks_arg(chunks, a.ndim), spec_arg(spec)))
 
 
-def _path(p, what):
-    if isinstance(p, os.PathLike):
-        p = os.fspath(p)
-    if not isinstance(p, str):
-        raise TypeError(f"{what}: expected a path or URL string, got {type(p).__name__}")
-    return p
+def meshgrid(*arrays, indexing="xy"):
+    """Coordinate grids from 1-D arrays (numpy's meshgrid): each output block
+    reads one block of one input; nothing is copied until computed."""
+    xs = [as_array(a, "meshgrid") for a in arrays]
+    if not isinstance(indexing, str):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    return [_wrap(h) for h in _strata.meshgrid([a._h for a in xs], indexing)]

@@ -1,6 +1,6 @@
 """__array_namespace_info__: what this namespace supports (the Array API's
 inspection functions, 2023.12 with 2024.12's "max dimensions")."""
-from ._core import DTYPES
+from .._core import DTYPES
 
 _KINDS = {
     "bool": ("bool",),

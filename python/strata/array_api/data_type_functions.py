@@ -1,5 +1,5 @@
-"""The Array API's data type functions: finfo, iinfo, result_type, can_cast,
-isdtype.
+"""The Array API's data type functions: astype, finfo, iinfo, result_type,
+can_cast, isdtype.
 
 Each is the C++ function of api/dtype_info.h (result_type and can_cast from
 the engine's own promotion rule, PromoteTypes), so `result_type(a, b)` is the
@@ -9,13 +9,18 @@ import builtins
 
 import numpy as np
 
-from . import _core
-from ._core import _strata, dtype_name
+from .. import _core
+from .._core import _strata, dtype_name
+from .array_object import Array, as_array
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    """x as `dtype` (x.astype(dtype, copy=copy, device=device))."""
+    return as_array(x, "astype").astype(dtype, copy=copy, device=device)
 
 
 def _dtype_of(x, what):
     """The Strata dtype name of an Array or a dtype."""
-    from ._array import Array
     if isinstance(x, Array):
         return x._h.dtype
     if isinstance(x, (bool, int, float, complex)) or x is None:
@@ -72,7 +77,6 @@ def result_type(*arrays_and_dtypes):
     xarray 2024.x passes its fill values so). ValueError when no array or
     dtype is given or when two dtypes do not promote (uint64 with a signed
     integer)."""
-    from ._array import Array
     operands = []
     for x in arrays_and_dtypes:
         if isinstance(x, Array):

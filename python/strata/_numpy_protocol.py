@@ -1,6 +1,12 @@
 """NumPy's protocols on strata.Array: `__array_ufunc__` (NEP 13) and
 `__array_function__` (NEP 18), so that numpy functions and libraries written
-against numpy (xarray 2023.01 above all) build lazy strata arrays.
+against numpy (xarray above all) build lazy strata arrays.
+
+This module is above the namespace's modules (array_api/), which it maps
+numpy's functions to; importing it registers its handlers in
+strata.Array's dispatch tables (array_object.NUMPY_FUNCTIONS and
+NUMPY_UFUNC_METHODS: NEP 18's `implements` pattern). strata/__init__.py
+imports it.
 
 Every entry maps a numpy function to strata operations; nothing here computes
 except the functions whose numpy result is a Python value by definition
@@ -8,15 +14,10 @@ except the functions whose numpy result is a Python value by definition
 A numpy function or ufunc without an entry raises NotImplementedError naming
 it: never a silent compute, never a numpy fallback that materialises.
 
-Where the strata operation of a numpy function arrived with the operations of
-issue 16 (nanargmax, nancumsum, cumulative sums, sort, pad modes other than
-constant, ...), the entry looks the strata function up by name when it is
-called, so that the tables need no edit when it is bound; until then the
-call raises NotImplementedError naming the numpy function and the strata
-function it needs. A few are composed from existing operations where the
-composition is exact (nansum is sum over where(isnan(x), 0, x), as numpy's
-own nansum is; constant `pad` is a concatenation; sliding_window_view is a
-stack of shifted slices).
+An entry names the strata function it calls (looked up in the namespace,
+_NAMESPACE below); a few are composed from strata operations where the
+composition is exact (fmax and fmin from where and isnan, sliding_window_view
+a stack of shifted slices).
 
 The dtypes follow numpy 2 (NEP 50): a ufunc's loop is chosen by
 `ufunc.resolve_dtypes`, with only Python scalars "weak" (numpy scalars and
@@ -29,41 +30,48 @@ import types
 
 import numpy as np
 
-HANDLED_FUNCTIONS = {}
+from . import _block_functions
+from .array_api import (creation_functions, data_type_functions, elementwise_functions,
+                        indexing_functions, linear_algebra_functions, manipulation_functions,
+                        searching_functions, set_functions, sorting_functions,
+                        statistical_functions, utility_functions)
+from .array_api.array_object import NUMPY_FUNCTIONS, NUMPY_UFUNC_METHODS, Array
+
+HANDLED_FUNCTIONS = NUMPY_FUNCTIONS
+
+# The namespace's functions this module maps numpy's to, by name (the names
+# strata/__init__.py exports from the same modules).
+_NAMESPACE = types.SimpleNamespace()
+for _module in (_block_functions, creation_functions, data_type_functions, elementwise_functions,
+                indexing_functions, linear_algebra_functions, manipulation_functions,
+                searching_functions, set_functions, sorting_functions, statistical_functions,
+                utility_functions):
+    for _name, _value in vars(_module).items():
+        if not _name.startswith("_") and callable(_value):
+            setattr(_NAMESPACE, _name, _value)
 
 
 def _strata():
-    import strata
-    return strata
+    return _NAMESPACE
 
 
 def _Array():
-    from ._array import Array
     return Array
 
 
-def _numpy_name(func):
-    module = getattr(func, "__module__", None) or "numpy"
-    # numpy's public name: numpy.sum, not numpy._core.fromnumeric.sum.
-    if module.startswith(("numpy.core", "numpy._core")) or (
-            module.startswith("numpy.lib.") and module != "numpy.lib.stride_tricks"):
-        module = "numpy"
-    return f"{module}.{getattr(func, '__name__', repr(func))}"
-
-
 def _needs(strata_name, numpy_name):
-    """The strata function `strata_name` (looked up now), or
-    NotImplementedError naming the numpy function that needs it."""
-    f = getattr(_strata(), strata_name, None)
+    """The strata function `strata_name`, or NotImplementedError naming the
+    numpy function that needs it."""
+    f = getattr(_NAMESPACE, strata_name, None)
     if f is None:
         raise NotImplementedError(
-            f"{numpy_name} on a strata.Array needs strata.{strata_name}, which this build of "
-            f"strata does not have (the operations of issue 16)")
+            f"{numpy_name} on a strata.Array needs strata.{strata_name}, which strata "
+            "does not have")
     return f
 
 
 def _has(strata_name):
-    return getattr(_strata(), strata_name, None) is not None
+    return getattr(_NAMESPACE, strata_name, None) is not None
 
 
 def _unsupported(numpy_name, what):
@@ -311,38 +319,7 @@ def _accumulate_ufunc(ufunc, inputs, kwargs):
     return f(_as_array(x), axis=axis, dtype=dtype)
 
 
-def array_ufunc(ufunc, method, inputs, kwargs):
-    """strata.Array.__array_ufunc__."""
-    Array = _Array()
-    for x in inputs + tuple(kwargs.get("out", None) or ()):
-        if not isinstance(x, (Array, np.ndarray, np.generic, bool, int, float, complex)):
-            return NotImplemented
-    kwargs = dict(kwargs)
-    if method == "__call__":
-        return _call_ufunc(ufunc, inputs, kwargs)
-    if method == "reduce":
-        return _reduce_ufunc(ufunc, inputs, kwargs)
-    if method == "accumulate":
-        return _accumulate_ufunc(ufunc, inputs, kwargs)
-    raise NotImplementedError(f"numpy.{ufunc.__name__}.{method} is not implemented for "
-                              "strata.Array")
-
-
 # ================================================================ functions
-
-def array_function(func, types, args, kwargs):
-    """strata.Array.__array_function__."""
-    Array = _Array()
-    for t in types:
-        if not issubclass(t, (Array, np.ndarray)):
-            return NotImplemented
-    handler = HANDLED_FUNCTIONS.get(func)
-    if handler is None:
-        raise NotImplementedError(
-            f"{_numpy_name(func)} is not implemented for strata.Array (strata does not compute "
-            "silently; use a strata function, or compute first)")
-    return handler(*args, **kwargs)
-
 
 # ---------------------------------------------------------- reductions
 
@@ -988,7 +965,7 @@ def _ravel(a, order="C"):
 
 
 @implements(np.transpose)
-def transpose(a, axes=None):
+def _transpose(a, axes=None):
     """numpy's transpose (strata.transpose: xarray calls it on the array's
     namespace); the Array API's name is permute_dims."""
     x = _as_array(a)
@@ -1011,7 +988,7 @@ def _moveaxis(a, source, destination):
     order = [n for n in range(x.ndim) if n not in src]
     for d, s_ in sorted(zip(dst, src)):
         order.insert(d, s_)
-    return transpose(x, order)
+    return _transpose(x, order)
 
 
 @implements(np.swapaxes)
@@ -1021,7 +998,7 @@ def _swapaxes(a, axis1, axis2):
     i = _normalize_axis(axis1, x.ndim, "numpy.swapaxes")
     j = _normalize_axis(axis2, x.ndim, "numpy.swapaxes")
     order[i], order[j] = order[j], order[i]
-    return transpose(x, order)
+    return _transpose(x, order)
 
 
 @implements(np.expand_dims)
@@ -1296,12 +1273,12 @@ def einsum(subscripts, *arrays):
             r = s.tensordot(xa, xb, axes=([ta.index(c) for c in shared],
                                           [tb.index(c) for c in shared]))
             got = [c for c in ta if c not in shared] + [c for c in tb if c not in shared]
-            return transpose(r, [got.index(c) for c in out])
+            return _transpose(r, [got.index(c) for c in out])
     order = list(out) + contracted
     aligned = []
     for t, x in zip(expanded, arrays):
         perm = [t.index(c) for c in order if c in t]
-        y = transpose(x, perm) if perm != list(range(x.ndim)) else x
+        y = _transpose(x, perm) if perm != list(range(x.ndim)) else x
         shape = tuple(sizes[c] if c in t and x.shape[t.index(c)] != 1 else 1 for c in order)
         y = s.reshape(y, shape) if y.shape != shape else y
         aligned.append(y)
@@ -1532,79 +1509,7 @@ def _tile(A, reps):
     return _needs("tile", "numpy.tile")(_as_array(A), reps)
 
 
-# ================================================================ Array methods
+# ================================================================ registration
 
-class NumpyMethods:
-    """numpy's protocols and the ndarray methods numpy-written libraries call
-    (xarray's indexing adapters call .transpose), mixed into strata.Array."""
-
-    __slots__ = ()
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return array_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        return array_function(func, types, args, kwargs)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return transpose(self, axes or None)
-
-    def swapaxes(self, axis1, axis2):
-        return _swapaxes(self, axis1, axis2)
-
-    def squeeze(self, axis=None):
-        return _squeeze(self, axis)
-
-    def ravel(self):
-        return _ravel(self)
-
-    flatten = ravel
-
-    def copy(self):
-        return _copy(self)
-
-    # A lazy array is immutable (setitem rebinds the Python object), so a
-    # copy, deep or not, is a new Array over the same plan node.
-    def __copy__(self):
-        return _copy(self)
-
-    def __deepcopy__(self, memo):
-        return _copy(self)
-
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return _prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
-
-    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        return _std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
-        return _var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-
-    def all(self, axis=None, keepdims=False):
-        return _all(self, axis=axis, keepdims=keepdims)
-
-    def any(self, axis=None, keepdims=False):
-        return _any(self, axis=axis, keepdims=keepdims)
-
-    def argmax(self, axis=None):
-        return _argmax(self, axis=axis)
-
-    def argmin(self, axis=None):
-        return _argmin(self, axis=axis)
-
-    def cumsum(self, axis=None, dtype=None):
-        return _cumsum(self, axis=axis, dtype=dtype)
-
-    def round(self, decimals=0):
-        return _around(self, decimals)
-
-    def clip(self, min=None, max=None):
-        return _clip(self, min, max)
-
-    def item(self, *args):
-        return np.asarray(self).item(*args)
-
-    def tolist(self):
-        return np.asarray(self).tolist()
+NUMPY_UFUNC_METHODS.update({"__call__": _call_ufunc, "reduce": _reduce_ufunc,
+                            "accumulate": _accumulate_ufunc})

@@ -1,23 +1,6 @@
-"""xarray on Strata: `open_zarr`, and the `.strata` accessor on DataArray and
-Dataset (importing this module registers it).
-
-    import strata.xarray
-    ds = strata.xarray.open_zarr("ifs.zarr", spec=strata.Spec(allowed_mem="2GB"))
-    # or "s3://bucket/ifs.zarr" (AWS_* variables, ?endpoint=...: README)
-    wind = np.sqrt(ds.u ** 2 + ds.v ** 2)            # lazy strata arrays
-    means = wind.strata.groupby("country").mean()     # one grouped reduction
-    means.strata.to_zarr("means.zarr")                # one compute
-
-strata.Array is an Array API array (xarray calls the strata namespace's
-functions: nan-reductions, einsum, sliding windows, ...) and a NEP-18 duck
-array (_numpy_dispatch.py), so xarray keeps it as the data of its variables:
-selection (pointwise too), arithmetic, ufuncs, where/fillna, reductions,
-concat, dot, weighted, coarsen, rolling, shift stay lazy. strata is also
-xarray's chunk manager for its arrays (_chunkmanager.py, imported here):
-xarray's own compute()/load()/persist()/to_zarr() run strata, and .chunk()
-on a Strata-backed object keeps strata arrays. `.strata.compute()` computes
-every variable of the object in one plan (shared inputs read once), as
-xarray's compute() does through the chunk manager.
+"""The Zarr side of strata.xarray: open_zarr (a Zarr group as a Dataset of
+lazy strata arrays, CF-decoded) and the pieces `.strata.to_zarr` writes a
+group with (modes, regions, appends, encodings, consolidated metadata).
 
 What open_zarr decodes (CF, as xarray's decode_cf does): on coordinates,
 everything xarray decodes (they are read eagerly and decoded by xarray
@@ -27,101 +10,54 @@ itself: times, masks, scale/offset, bools); on data variables (lazy),
 datetime dtype: they stay numbers with their `units` attribute), `_Unsigned`
 (NotImplementedError) and string/object dtypes (strata has none).
 """
+import json
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 import strata
-from . import _chunkmanager  # noqa: F401  (also: .chunk() keeps strata arrays)
-from ._array import Array
-from ._group import group_at
-
-__all__ = ["open_zarr", "chunk_manager", "StrataDataArrayAccessor", "StrataDatasetAccessor",
-           "StrataGroupBy"]
-
-
-def chunk_manager():
-    """Strata's xarray chunk manager (an xarray.namedarray.parallelcompat
-    ChunkManagerEntrypoint), for `chunked_array_type=` where the entry point
-    `strata` is not installed."""
-    return _chunkmanager.chunk_manager()
+from .._core import _strata
+from .._group import group_at
+from ..array_api.array_object import Array
 
 
 # ============================================================== reading
 
-def _fill_value(raw, dtype):
-    """A Zarr metadata fill value as a numpy scalar of `dtype` (None for
-    null)."""
-    if raw is None:
-        return None
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        special = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
-        return dt.type(special.get(raw, raw) if isinstance(raw, str) else raw)
-    if dt.kind == "c":
-        re, im = raw
-        return dt.type(complex(float(_fill_value(re, np.float64)),
-                               float(_fill_value(im, np.float64))))
-    if dt.kind in "biu":
-        return dt.type(raw)
-    return raw
-
-
-_V3_DTYPES = {"bool": "bool", "int8": "i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-              "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
-              "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8",
-              "complex128": "<c16"}
-
-
-def _v3_dtype(name, dt):
-    """The numpy dtype of a v3 data_type: strata's numbers, and the strings
-    (variable length, fixed_length_utf32) coordinates may hold, which
-    zarr-python reads."""
-    if isinstance(dt, str) and dt in _V3_DTYPES:
-        return np.dtype(_V3_DTYPES[dt])
-    if dt in ("string", "variable_length_utf8"):
-        return np.dtype(object)
-    if isinstance(dt, dict) and dt.get("name") == "fixed_length_utf32":
-        return np.dtype(f"<U{int(dt['configuration']['length_bytes']) // 4}")
-    raise ValueError(f"open_zarr: array {name!r} has data type {dt!r}, which strata does not "
-                     "read")
-
-
 class _ArrayMeta:
-    """One array of a group: its name, dims, dtype, chunks, fill value,
-    attributes and codecs, from v2 (.zarray/.zattrs) or v3 (zarr.json)."""
+    """One array of a group as the C++ reader gives it (_strata.read_hierarchy,
+    storage/zarr/hierarchy.h): its name, dims, dtype, chunks, fill value,
+    attributes and metadata document (for zarr-python's codecs)."""
 
-    def __init__(self, name, zarr_format, meta, attrs):
-        self.name = name
-        self.zarr_format = zarr_format
-        self.attrs = dict(attrs or {})
-        self.meta = meta
-        if zarr_format == 2:
-            self.dtype = np.dtype(meta["dtype"])
-            self.chunks = tuple(meta["chunks"])
-            dims = self.attrs.pop("_ARRAY_DIMENSIONS", None)
+    def __init__(self, node):
+        self.name = node["path"]
+        self.zarr_format = node["zarr_format"]
+        self.attrs = json.loads(node["attributes"])
+        self.meta = json.loads(node["document"])
+        self.shape = tuple(node["shape"])
+        if node["variable_length"]:
+            # Strings Strata does not hold: zarr-python reads them.
+            self.dtype = np.dtype(object)
+            self.chunks = None
+            self.fill_value = self.meta.get("fill_value")
         else:
-            self.dtype = _v3_dtype(name, meta["data_type"])
-            grid = meta.get("chunk_grid", {}).get("configuration", {})
-            self.chunks = tuple(grid.get("chunk_shape", meta["shape"]))
-            dims = meta.get("dimension_names")
-            if dims is None:
-                dims = self.attrs.pop("_ARRAY_DIMENSIONS", None)
-            else:
-                self.attrs.pop("_ARRAY_DIMENSIONS", None)
-        self.shape = tuple(meta["shape"])
+            self.dtype = np.dtype(node["dtype"])
+            self.chunks = tuple(node["chunks"])
+            raw = node["fill_value"]
+            self.fill_value = None if raw is None else np.frombuffer(raw, self.dtype)[0]
+        dims = node["dimensions"]
+        named = self.attrs.pop("_ARRAY_DIMENSIONS", None)
         if dims is None and self.shape == ():
             dims = ()
+        if dims is None and named is not None and len(named) != len(self.shape):
+            raise ValueError(f"open_zarr: array {self.name!r} has {len(named)} dimension names "
+                             f"for {len(self.shape)} dimensions")
         if dims is None or any(d is None for d in dims):
             raise ValueError(
-                f"open_zarr: array {name!r} has no dimension names (neither the "
+                f"open_zarr: array {self.name!r} has no dimension names (neither the "
                 "_ARRAY_DIMENSIONS attribute of Zarr v2 nor dimension_names of Zarr v3); "
                 "xarray needs them")
-        if len(dims) != len(self.shape):
-            raise ValueError(f"open_zarr: array {name!r} has {len(dims)} dimension names for "
-                             f"{len(self.shape)} dimensions")
         self.dims = tuple(dims)
-        self.fill_value = _fill_value(meta.get("fill_value"), self.dtype)
 
     def zarr_array(self):
         """zarr-python's Array of this metadata, over an empty store: its
@@ -165,55 +101,29 @@ class _ArrayMeta:
 
 
 def _group_metadata(group, consolidated):
-    """(zarr_format, group attributes, [_ArrayMeta]) of `group` (a Group):
-    from consolidated metadata when present (or required), else from each
-    member's own metadata."""
+    """(zarr_format, group attributes, [_ArrayMeta]) of `group` (a Group), as
+    the CLI reads it (_strata.read_hierarchy): from consolidated metadata
+    when present (or required), else from each member's own metadata."""
     what = "open_zarr"
-    zgroup, zmeta = group.get_json(".zgroup"), group.get_json(".zmetadata")
-    if zgroup is not None or zmeta is not None:
-        if consolidated is not False and zmeta is not None:
-            m = zmeta.get("metadata")
-            if not isinstance(m, dict):
-                raise ValueError(f"{what}: {group.key_url('.zmetadata')} has no 'metadata' "
-                                 "object")
-            names = sorted({k.split("/")[0] for k in m if k.endswith("/.zarray") and
-                            k.count("/") == 1})
-            arrays = [_ArrayMeta(n, 2, m[f"{n}/.zarray"], m.get(f"{n}/.zattrs", {}))
-                      for n in names]
-            return 2, dict(m.get(".zattrs", {})), arrays
-        if consolidated is True:
-            raise ValueError(f"{what}: {group.url!r} has no consolidated metadata (.zmetadata); "
-                             "pass consolidated=None or False")
-        attrs = group.get_json(".zattrs") or {}
-        arrays = [_ArrayMeta(n, 2, group.get_json(f"{n}/.zarray"),
-                             group.get_json(f"{n}/.zattrs") or {})
-                  for n in group.members(".zarray")]
-        return 2, attrs, arrays
-    g = group.get_json("zarr.json")
-    if g is not None:
-        if g.get("node_type") != "group":
-            raise ValueError(f"{what}: {group.url!r} is a Zarr {g.get('node_type')!r}, not a "
-                             "group (use strata.from_zarr for one array)")
-        cm = g.get("consolidated_metadata")
-        if consolidated is not False and isinstance(cm, dict) and \
-                isinstance(cm.get("metadata"), dict):
-            arrays = [_ArrayMeta(n, 3, m, m.get("attributes", {}))
-                      for n, m in sorted(cm["metadata"].items())
-                      if "/" not in n and m.get("node_type") == "array"]
-            return 3, dict(g.get("attributes", {})), arrays
-        if consolidated is True:
-            raise ValueError(f"{what}: {group.url!r} has no consolidated metadata; pass "
-                             "consolidated=None or False")
-        arrays = []
-        for n in group.members("zarr.json"):
-            m = group.get_json(f"{n}/zarr.json")
-            if m.get("node_type") == "array":
-                arrays.append(_ArrayMeta(n, 3, m, m.get("attributes", {})))
-        return 3, dict(g.get("attributes", {})), arrays
-    if not group.exists():
-        raise FileNotFoundError(f"{what}: no Zarr group at {group.url!r}")
-    raise ValueError(f"{what}: {group.url!r} is not a Zarr group (no .zgroup, .zmetadata or "
-                     "zarr.json)")
+    try:
+        nodes, _ = _strata.read_hierarchy(group.url, consolidated)
+    except FileNotFoundError:
+        if group.exists():
+            raise ValueError(f"{what}: {group.url!r} is not a Zarr group (no .zgroup, "
+                             ".zmetadata or zarr.json)") from None
+        raise FileNotFoundError(f"{what}: no Zarr group at {group.url!r}") from None
+    except ValueError as e:
+        if consolidated is True and "has no consolidated metadata" in str(e):
+            raise ValueError(f"{what}: {e}; pass consolidated=None or False") from None
+        raise ValueError(f"{what}: {e}") from None
+    except OSError as e:  # an unreachable or refusing server, named by the store
+        raise type(e)(f"{what}: {e}") from None
+    root = nodes[0]
+    if root["is_array"]:
+        raise ValueError(f"{what}: {group.url!r} is a Zarr 'array', not a group (use "
+                         "strata.from_zarr for one array)")
+    arrays = [_ArrayMeta(n) for n in nodes[1:] if n["is_array"] and "/" not in n["path"]]
+    return root["zarr_format"], json.loads(root["attributes"]), arrays
 
 
 def _read_coordinate(group, a, spec):
@@ -367,225 +277,7 @@ def open_zarr(store, chunks=None, spec=None, *, group=None, consolidated=None,
     return xr.Dataset(data_vars, coords=coords, attrs=group_attrs)
 
 
-# ============================================================== the accessor
-
-def _variables(obj):
-    """(key, Variable) of every variable of a DataArray or Dataset, the
-    DataArray's own data under the key None."""
-    if isinstance(obj, xr.DataArray):
-        yield None, obj.variable
-        for k, v in obj.coords.items():
-            yield k, v.variable
-    else:
-        for k, v in obj.variables.items():
-            yield k, v
-
-
-def _lazy(obj):
-    return [(k, v) for k, v in _variables(obj) if isinstance(v._data, Array)]
-
-
-def _with_data(obj, new):
-    """A shallow copy of obj whose variables named in `new` hold new data."""
-    out = obj.copy(deep=False)
-    if isinstance(out, xr.DataArray):
-        for k, data in new.items():
-            if k is None:
-                out.variable.data = data
-            else:
-                out._coords[k].data = data
-    else:
-        for k, data in new.items():
-            out.variables[k].data = data
-    return out
-
-
-class _Accessor:
-    def __init__(self, obj):
-        self._obj = obj
-
-    def _arrays(self):
-        pairs = _lazy(self._obj)
-        return [k for k, _ in pairs], [v._data for _, v in pairs]
-
-    def compute(self, **kwargs):
-        """The object with every strata-backed variable computed, in one
-        strata.compute (inputs shared by several variables read once):
-        numpy-backed, as xarray's compute() gives for dask."""
-        keys, arrays = self._arrays()
-        if not arrays:
-            return self._obj.copy(deep=False)
-        results = strata.compute(*arrays, **kwargs)
-        return _with_data(self._obj, dict(zip(keys, results)))
-
-    def to_memory(self, **kwargs):
-        """Like Dask's persist(): computes every strata-backed variable now
-        (one compute) and returns the object over strata arrays of the
-        results in memory, same chunks and spec, so later operations stay
-        lazy and start from memory."""
-        keys, arrays = self._arrays()
-        if not arrays:
-            return self._obj.copy(deep=False)
-        results = strata.compute(*arrays, **kwargs)
-        return _with_data(self._obj, {
-            k: strata.asarray(r, chunks=a.chunksize, spec=a.spec)
-            for k, a, r in zip(keys, arrays, results)})
-
-    def plan(self):
-        """The strata plan of every lazy variable (nothing runs)."""
-        keys, arrays = self._arrays()
-        if not arrays:
-            raise ValueError("plan: this object has no strata-backed variables")
-        return strata.plan(*arrays)
-
-    def visualize(self, filename="strata", format=None):
-        """Writes the plan of every lazy variable as a picture (strata.visualize);
-        returns the file's path."""
-        keys, arrays = self._arrays()
-        if not arrays:
-            raise ValueError("visualize: this object has no strata-backed variables")
-        return strata.visualize(*arrays, filename=filename, format=format)
-
-    def groupby(self, group):
-        """Group-by that lowers every reduction to one grouped reduction per
-        variable (strata.groupby_reduce), not one op per group."""
-        return StrataGroupBy(self._obj, group)
-
-
-@xr.register_dataarray_accessor("strata")
-class StrataDataArrayAccessor(_Accessor):
-    """`da.strata`: compute(), to_memory(), plan(), visualize(), to_zarr(),
-    groupby()."""
-
-    def to_zarr(self, store, mode=None, *, name=None, **kwargs):
-        """Writes the DataArray as a one-variable dataset (Dataset.strata.to_zarr,
-        with its mode=, region=, append_dim= and the rest); the variable is
-        named `name`, the DataArray's name or xarray's
-        "__xarray_dataarray_variable__"."""
-        da = self._obj
-        name = name or da.name or "__xarray_dataarray_variable__"
-        return da.to_dataset(name=name).strata.to_zarr(store, mode=mode, **kwargs)
-
-
-@xr.register_dataset_accessor("strata")
-class StrataDatasetAccessor(_Accessor):
-    """`ds.strata`: compute(), to_memory(), plan(), visualize(), to_zarr(),
-    groupby()."""
-
-    def to_zarr(self, store, mode=None, *, region=None, append_dim=None, consolidated=True,
-                encoding=None, zarr_format=None, codec=None, compute=True, **compute_kwargs):
-        """Writes the Dataset to a Zarr group (a path or an s3:// URL) as
-        xarray's Dataset.to_zarr does
-        (data variables and coordinates, CF-encoded by xarray's encoder:
-        _ARRAY_DIMENSIONS or dimension_names, attributes, NaN fill values for
-        floats, times as numbers with units), so that xr.open_zarr reads it
-        back equal. Every strata-backed and numeric variable is written in one
-        strata compute (strings, which strata has no dtype for, through
-        zarr-python).
-
-        mode, region and append_dim mean what they mean to xarray's
-        Dataset.to_zarr (2026.9: same defaults, checks and error messages):
-        - "w-" (the default without region/append_dim: fail if `store`
-          exists) or "w" (replace a Zarr group): on a path the group is
-          assembled under a temporary name beside `store` and renamed into
-          place when complete, so a failed write leaves nothing that looks
-          complete. On S3, which cannot rename, it is written in place with
-          the group's own metadata last (with "w", the old group's metadata
-          is removed first and its other members after the compute); a
-          failed write erases everything under the prefix.
-        - "a" (the default with append_dim): into an existing group, new
-          variables are created, existing ones rewritten with their stored
-          encoding (dtype, _FillValue, scale_factor/add_offset, time units);
-          the group's attributes are replaced by the dataset's. On a missing
-          store (and without region/append_dim) it writes a new group.
-        - "a-": as "a", but with append_dim the existing variables without
-          that dimension are not rewritten.
-        - "r+" (the default with region): existing variables only, attributes
-          kept.
-        - append_dim="time": variables with that dimension grow along it
-          (coordinates too), others are rewritten whole and must match the
-          stored sizes. The new shapes are written last.
-        - region={"time": slice(10, 20)}: a dict of dimension -> slice (step
-          1) of the stored arrays; every variable must have one of its
-          dimensions (xarray's error names those to drop_vars); as xarray's,
-          the index coordinates are not written. Chunks the region covers
-          partly are read, updated and rewritten under a lock per chunk,
-          never torn. region="auto" (or "auto" for some dimensions): where
-          the dataset's labels are in the stored coordinates, as xarray
-          finds it. region together with append_dim is refused
-          (NotImplementedError).
-        Every check runs before anything is written; if the compute then
-        fails, appended arrays get their old shapes back and created
-        variables are removed (values backfilled into a region before the
-        failure stay: a region write replaces data in place, as xarray's
-        does). Consolidated metadata: written by "w"/"w-" unless
-        consolidated is False; rewritten by "a" (with the new shapes) unless
-        consolidated is False and the group has none; "r+" changes no
-        metadata. (consolidated=None is xarray's default; True here.)
-
-        zarr_format: 2 (default) or 3 for new groups (an existing group keeps
-        its own; strings are written in either). encoding: per new
-        variable, as xarray's (dtype, scale_factor, add_offset, _FillValue,
-        chunks, compressors/filters as numcodecs or zarr-python 3 codecs,
-        zarr-python 2's compressor, units/calendar for times); refused for
-        variables that exist. What the user names wins over what the data
-        kept from where it was read: chunks are encoding=' chunks, else the
-        strata array's own (open_zarr(chunks=), .chunk(), a rechunk), else
-        the encoding's (data in memory); codecs are encoding=' ones (a codec
-        strata cannot write is a ValueError naming it), else codec=
-        (strata's codec syntax, default blosc lz4). compute=False is not
-        supported (NotImplementedError)."""
-        ds = self._obj
-        mode = _zarr_mode(mode, region, append_dim)
-        if region is not None:
-            region = _auto_region(ds, store, region, mode)
-            _check_region(ds, region, append_dim)
-        if zarr_format not in (None, 2, 3):
-            raise ValueError(f"to_zarr: zarr_format must be 2 or 3, got {zarr_format!r}")
-        if encoding is not None and not isinstance(encoding, dict):
-            raise TypeError("to_zarr: encoding must be a dict of {variable: {key: value}}")
-        if consolidated not in (None, True, False):
-            raise TypeError(f"to_zarr: consolidated must be None, True or False, got "
-                            f"{consolidated!r}")
-        consolidated = consolidated is not False   # None: xarray's default, consolidate
-        encoding = encoding or {}
-        for k in encoding:
-            if k not in ds.variables:
-                raise ValueError(f"to_zarr: encoding given for {k!r}, which is not a variable "
-                                 "of the dataset")
-        if not compute:
-            raise NotImplementedError("to_zarr(compute=False): not supported yet "
-                                      "(the group is assembled when the compute ends)")
-        group = group_at(store, "to_zarr")
-        if region is not None:
-            ds = ds.drop_vars(list(ds.indexes))   # as xarray: a region write keeps the indexes
-        if mode in ("a", "a-", "r+") and (mode == "r+" or region is not None or
-                                          append_dim is not None or group.exists()):
-            _write_into_group(ds, group, mode, region, append_dim, encoding, zarr_format,
-                              codec, consolidated, compute_kwargs)
-            return None
-        zarr_format = zarr_format or 2
-        mode = "w-" if mode in ("a", "a-") else mode   # "a" on a missing store: a new group
-        names = list(self._obj.variables)
-
-        def write_metadata(node):
-            _write_group_attrs(node, zarr_format, _json_attrs(group_attrs))
-            if consolidated:
-                _consolidate(node, zarr_format, names)
-        new = group.new_group(mode)
-        try:
-            handles, strings, group_attrs = _write_group(ds, new, encoding, zarr_format, codec)
-            new.begin()   # every check has passed
-            if handles:
-                strata.compute(*handles, **compute_kwargs)
-            for write in strings:
-                write()
-            new.commit(write_metadata, names)
-        except BaseException:
-            new.abort()
-            raise
-        return None
-
+# ============================================================== writing
 
 def _zarr_mode(mode, region, append_dim):
     """xarray's default mode and its refusals (Dataset.to_zarr)."""
@@ -1208,240 +900,3 @@ def _write_strings(group, name, data, var, zarr_format):
     if zarr_format == 2:
         attrs["_ARRAY_DIMENSIONS"] = dims
     z.attrs.put(attrs)
-
-
-# ============================================================== groupby
-
-class StrataGroupBy:
-    """`obj.strata.groupby(group)`: the reductions of xarray's GroupBy,
-    each lowered to one grouped reduction over the group dimension per
-    variable (strata.groupby_reduce: one op, flox's map-reduce), never one
-    getitem and one reduction per group. The group labels (a 1-d coordinate
-    or DataArray, or a virtual variable such as "time.month") are read in
-    memory, as xarray reads them; groups are their sorted unique values;
-    NaN labels belong to no group. Results equal xarray's
-    `obj.groupby(group).<func>()` (skipna as xarray: True for floats)."""
-
-    _FUNCS = ("sum", "mean", "count", "min", "max", "std", "var")
-
-    def __init__(self, obj, group):
-        if not isinstance(obj, (xr.DataArray, xr.Dataset)):
-            raise TypeError(f"groupby: expected a DataArray or Dataset, got "
-                            f"{type(obj).__name__}")
-        self._obj = obj
-        if isinstance(group, str):
-            try:
-                g = obj[group]
-            except KeyError:
-                raise KeyError(f"groupby: {group!r} is not a variable, coordinate or virtual "
-                               "variable of this object") from None
-        elif isinstance(group, xr.DataArray):
-            g = group
-        else:
-            raise TypeError(f"groupby: group must be a name or a DataArray, got "
-                            f"{type(group).__name__}")
-        if g.ndim != 1:
-            raise NotImplementedError(f"groupby: a {g.ndim}-d group is not supported (1-d "
-                                      "labels along one dimension)")
-        self._dim = g.dims[0]
-        if self._dim not in obj.dims:
-            raise ValueError(f"groupby: the group's dimension {self._dim!r} is not a dimension "
-                             "of the object")
-        if g.sizes[self._dim] != obj.sizes[self._dim]:
-            raise ValueError(f"groupby: the group has {g.sizes[self._dim]} labels for dimension "
-                             f"{self._dim!r} of size {obj.sizes[self._dim]}")
-        self._name = g.name if g.name is not None else "group"
-        if isinstance(g.variable._data, Array):
-            labels = np.asarray(strata.compute(g.variable._data)[0])
-        else:
-            labels = np.asarray(g.values)
-        codes, uniques = pd.factorize(labels, sort=True)
-        self._codes = codes.astype(np.int64)
-        self._uniques = np.asarray(uniques)
-        if len(self._uniques) == 0:
-            raise ValueError("groupby: the group has no labels that are not NaN")
-
-    def __repr__(self):
-        return (f"StrataGroupBy, grouped over {self._name!r} ({len(self._uniques)} groups "
-                f"along {self._dim!r})")
-
-    @property
-    def groups(self):
-        return {u: np.flatnonzero(self._codes == i) for i, u in enumerate(self._uniques)}
-
-    def sum(self, dim=None, *, skipna=None, keep_attrs=None):
-        return self._reduce("sum", dim, skipna, keep_attrs)
-
-    def mean(self, dim=None, *, skipna=None, keep_attrs=None):
-        return self._reduce("mean", dim, skipna, keep_attrs)
-
-    def count(self, dim=None, *, keep_attrs=None):
-        return self._reduce("count", dim, None, keep_attrs)
-
-    def min(self, dim=None, *, skipna=None, keep_attrs=None):
-        return self._reduce("min", dim, skipna, keep_attrs)
-
-    def max(self, dim=None, *, skipna=None, keep_attrs=None):
-        return self._reduce("max", dim, skipna, keep_attrs)
-
-    def std(self, dim=None, *, skipna=None, ddof=0, keep_attrs=None):
-        return self._reduce("std", dim, skipna, keep_attrs, ddof)
-
-    def var(self, dim=None, *, skipna=None, ddof=0, keep_attrs=None):
-        return self._reduce("var", dim, skipna, keep_attrs, ddof)
-
-    # ---------------------------------------------------------------- lowering
-
-    def _dims(self, dim):
-        if dim is None or dim is ...:
-            return [self._dim] if dim is None else list(self._obj.dims)
-        dims = [dim] if isinstance(dim, str) else list(dim)
-        for d in dims:
-            if d not in self._obj.dims:
-                raise ValueError(f"groupby: {d!r} is not a dimension of the object")
-        if self._dim not in dims:
-            raise ValueError(f"groupby: the reduction must include the group dimension "
-                             f"{self._dim!r}, got {dims}")
-        return dims
-
-    def _reduce(self, func, dim, skipna, keep_attrs, ddof=0):
-        dims = self._dims(dim)
-        keep = True if keep_attrs is None else bool(keep_attrs)
-        obj = self._obj
-        if isinstance(obj, xr.DataArray):
-            var = self._reduce_variable(obj.variable, func, dims, skipna, ddof, keep, first=False)
-            coords = self._coords(dims)
-            return xr.DataArray(var, coords=coords, name=obj.name,
-                                attrs=obj.attrs if keep else {})
-        data_vars = {}
-        for name, v in obj.data_vars.items():
-            data_vars[name] = self._reduce_variable(v.variable, func, dims, skipna, ddof, keep,
-                                                    first=True)
-        return xr.Dataset(data_vars, coords=self._coords(dims), attrs=obj.attrs if keep else {})
-
-    def _coords(self, dims):
-        out = {self._name: xr.Variable(self._name, self._uniques)}
-        for k, c in self._obj.coords.items():
-            if k == self._name or any(d in dims for d in c.dims):
-                continue
-            out[k] = c.variable
-        return out
-
-    def _reduce_variable(self, v, func, dims, skipna, ddof, keep, first):
-        G = len(self._uniques)
-        if self._dim not in v.dims:
-            # As xarray: a variable without the group dimension is the same
-            # in every group.
-            x = v._data if isinstance(v._data, Array) else strata.asarray(np.asarray(v.values))
-            x = strata.broadcast_to(strata.expand_dims(x, axis=0), (G,) + x.shape)
-            return xr.Variable((self._name,) + v.dims, x, v.attrs if keep else {})
-        x = v._data if isinstance(v._data, Array) else strata.asarray(np.asarray(v.values))
-        axis = v.dims.index(self._dim)
-        other = tuple(v.dims.index(d) for d in dims if d != self._dim and d in v.dims)
-        r = grouped_reduce(x, self._codes, axis, G, func, skipna, ddof, other)
-        out_dims = [d for i, d in enumerate(v.dims) if i not in other]
-        out_dims[out_dims.index(self._dim)] = self._name
-        var = xr.Variable(tuple(out_dims), r, v.attrs if keep else {})
-        if first:
-            # xarray's Dataset groupby puts the group dimension first.
-            var = var.transpose(self._name, *[d for d in out_dims if d != self._name])
-        return var
-
-
-def _has_skipna_groupby():
-    import inspect
-    try:
-        return "skipna" in inspect.signature(strata.groupby_reduce).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def grouped_reduce(x, codes, axis, num_groups, func, skipna=None, ddof=0, other_axes=()):
-    """func of x by group along `axis` (labels `codes`, -1 for none), then
-    over `other_axes`, with xarray's skipna default: ONE strata grouped
-    reduction. With strata's NaN-aware groupby_reduce (issue 16) it is that
-    op; otherwise NaN-skipping statistics are sums (or a max/min) of a few
-    stacked elementwise terms, which are still one grouped op:
-      mean = sum(x, NaN as 0) / count, count = sum(not NaN),
-      var  = (sum(d^2) - sum(d)^2 / n) / (n - ddof), d = x - nanmean(x)
-             (centred first, against cancellation), in float64,
-      max  = max(x with NaN as -inf) and max(0 or -inf if NaN) together,
-             the second telling all-NaN groups (NaN, as xarray) apart."""
-    if func not in StrataGroupBy._FUNCS:
-        raise ValueError(f"groupby: unknown reduction {func!r}")
-    floating = x.dtype.kind in "fc"
-    skip = floating if skipna is None else (bool(skipna) and floating)
-    ax = axis % x.ndim
-    labels = codes
-    if func in ("sum", "mean", "min", "max", "std", "var") and x.dtype == np.bool_:
-        x = strata.astype(x, np.int64)
-
-    def group(y, op):
-        return strata.groupby_reduce(y, labels, axis=ax, func=op, num_groups=num_groups)
-
-    def over_other(y, op):
-        if not other_axes:
-            return y
-        return getattr(strata, op)(y, axis=tuple(other_axes))
-
-    if _has_skipna_groupby() and not other_axes:
-        # strata's NaN-aware groupby_reduce (issue 16): the one op itself,
-        # in xarray's result dtypes (count int64, statistics x's float dtype).
-        r = strata.groupby_reduce(x, labels, axis=ax, func=func, num_groups=num_groups,
-                                  skipna=skip, **({"ddof": ddof} if func in ("std", "var")
-                                                   else {}))
-        want = np.dtype(np.int64) if func == "count" else (
-            x.dtype if floating else (np.dtype(np.float64) if func in ("mean", "std", "var")
-                                      else None))
-        if want is not None and r.dtype != want:
-            r = strata.astype(r, want)
-        return r
-    s = strata
-    if func == "count":
-        valid = s.logical_not(s.isnan(x)) if floating else s.ones_like(x, dtype=np.bool_)
-        return over_other(group(s.astype(valid, np.int64), "sum"), "sum")
-    if func in ("sum", "mean", "std", "var"):
-        acc = np.float64 if floating or func != "sum" else None
-        if floating and x.dtype.kind == "c":
-            acc = np.complex128
-        nan = s.isnan(x) if floating else None
-        if func == "sum" and not floating:
-            return over_other(group(x, "sum"), "sum")
-        if not skip and func == "sum":
-            return over_other(group(x, "sum"), "sum")
-        xf = s.astype(x, acc) if x.dtype != acc else x
-        if skip:
-            zero = s.where(nan, 0.0, xf)
-            n = s.astype(s.logical_not(nan), acc)
-        else:
-            zero = xf
-            n = s.ones_like(xf)
-        if func == "sum":
-            return over_other(group(zero, "sum"), "sum")
-        if func == "mean":
-            both = group(s.stack([zero, n], axis=x.ndim), "sum")
-            both = over_other(both, "sum")
-            total, count = both[..., 0], both[..., 1]
-            r = total / count
-            return r if r.dtype == x.dtype or not floating else s.astype(r, x.dtype)
-        # var/std: centred on the (NaN-aware) mean over the whole array, one
-        # lazy reduction that is not per group.
-        centre = s.mean(zero) / s.mean(n)
-        d = s.where(nan, 0.0, xf - centre) if skip else xf - centre
-        three = group(s.stack([d, d * d, n], axis=x.ndim), "sum")
-        three = over_other(three, "sum")
-        s1, s2, cnt = three[..., 0], three[..., 1], three[..., 2]
-        var = (s2 - s1 * s1 / cnt) / (cnt - ddof)
-        var = s.where(cnt - ddof <= 0, np.nan, s.maximum(var, 0.0))
-        r = var if func == "var" else s.sqrt(var)
-        return r if not floating or r.dtype == x.dtype else s.astype(r, x.dtype)
-    # min / max
-    if not skip:
-        return over_other(group(x, func), func)
-    bad = -np.inf if func == "max" else np.inf
-    nan = s.isnan(x)
-    filled = s.where(nan, bad, x)
-    flag = s.where(nan, bad, s.zeros_like(x))
-    both = over_other(group(s.stack([filled, flag], axis=x.ndim), func), func)
-    value, seen = both[..., 0], both[..., 1]
-    return s.where(seen == bad, np.nan, value)
