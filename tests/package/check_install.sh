@@ -45,10 +45,10 @@ import strata
 assert os.path.realpath(strata.__file__).startswith(os.path.realpath(os.getcwd())), strata.__file__
 names = {d.metadata["Name"] for d in md.distributions()}
 assert names >= {"strata", "numpy"}, names
-for extra in ("zarr", "xarray", "dask", "distributed", "pyarrow"):
+for extra in ("zarr", "xarray", "s3fs", "dask", "distributed", "pyarrow"):
     assert extra not in names, f"the core pulled in {extra}"
 ep = [e for e in md.entry_points(group="xarray.chunkmanagers") if e.name == "strata"]
-assert ep and ep[0].value == "strata._chunkmanager:StrataChunkManager", ep
+assert ep and ep[0].value == "strata.xarray._chunkmanager:StrataChunkManager", ep
 PY
 help=$(PATH="$work/venv/bin:$PATH" strata --help)
 grep -q "rechunk" <<<"$help" || { echo "check_install: strata --help names no rechunk" >&2; exit 1; }
