@@ -51,7 +51,9 @@ import rechunk as rb  # noqa: E402
 CLUSTER = r'''
 import json, os, sys, distributed
 if __name__ == "__main__":
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else None  # None: Dask's default
     cluster = distributed.LocalCluster(n_workers=2, processes=True, host="127.0.0.1",
+                                       threads_per_worker=threads,
                                        dashboard_address="127.0.0.1:0")  # HTTP on loopback only
     client = distributed.Client(cluster)
     pids = client.run(os.getpid)
@@ -101,11 +103,16 @@ def proc_field(pid, path, name):
 
 
 class Cluster:
-    """The LocalCluster, in a helper process of its own."""
+    """The LocalCluster, in a helper process of its own: run by `python`
+    (default this interpreter), with `threads_per_worker` threads in each of
+    its 2 workers (default Dask's: cores / 2), memory limit Dask's default
+    (the machine's memory split between the workers)."""
 
-    def __init__(self, env):
-        self.proc = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+    def __init__(self, env, python=None, threads_per_worker=None):
+        self.proc = subprocess.Popen([python or sys.executable, "-c", CLUSTER] +
+                                     ([str(threads_per_worker)] if threads_per_worker else []),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=env)
         line = self.proc.stdout.readline()
         try:
             self.info = json.loads(line)
@@ -113,7 +120,7 @@ class Cluster:
             self.stop()
             raise SystemExit(f"the LocalCluster did not start ({line!r})")
         self.workers = list(self.info["pids"].values())
-        self.helper_pids = P.process_tree(self.proc.pid)
+        self.helper_pids = P.LiveTree(self.proc.pid)
 
     def stop(self):
         try:

@@ -247,6 +247,21 @@ def process_tree(root: int) -> list[int]:
     return seen
 
 
+class LiveTree:
+    """The processes under a helper's root, looked up afresh each time it is
+    iterated: a cluster (Ray's raylet, Dask's nanny) starts workers after
+    the benchmark took its first look, and their CPU is the cluster's too."""
+
+    def __init__(self, *roots: int):
+        self.roots = roots
+
+    def __iter__(self):
+        return iter([p for r in self.roots for p in process_tree(r)])
+
+    def __add__(self, other):
+        return LiveTree(*self.roots, *other.roots)
+
+
 def pid_cpu_s(pid: int) -> float | None:
     text = _read(f"/proc/{pid}/stat")
     return parse_proc_stat_line(text)[2] if text else None
@@ -420,7 +435,7 @@ class TreeSampler(threading.Thread):
 
     def sample(self):
         rss = 0
-        pids = process_tree(self.root)
+        pids = list(self.root) if isinstance(self.root, LiveTree) else process_tree(self.root)
         for pid in pids:
             st = _read(f"/proc/{pid}/stat")
             sm = _read(f"/proc/{pid}/statm")
@@ -457,13 +472,17 @@ def run_process(c: Contender, machine: LinuxMachine, *, poll_s: float = 0.05,
     out_f = tempfile.TemporaryFile(dir=scratch)
     err_f = tempfile.TemporaryFile(dir=scratch)
     env = dict(os.environ, **(c.env or {})) if c.env else None
-    helpers_before = {p: pid_cpu_s(p) or 0.0 for p in helper_pids}
+    helpers_before = {p: pid_cpu_s(p) or 0.0 for p in helper_pids}   # (a LiveTree: now)
     before = machine.snapshot()
     t0 = machine.now()
     proc = subprocess.Popen(c.argv, stdout=out_f, stderr=err_f, env=env, cwd=c.cwd,
                             start_new_session=True)
     sampler = TreeSampler(proc.pid, poll_s, c.watch_dirs)
     sampler.start()
+    helper_sampler = (TreeSampler(helper_pids, poll_s) if isinstance(helper_pids, LiveTree)
+                      else None)
+    if helper_sampler:
+        helper_sampler.start()
     status = ru = None
     try:
         if c.timeout_s is None:
@@ -490,12 +509,23 @@ def run_process(c: Contender, machine: LinuxMachine, *, poll_s: float = 0.05,
             except ChildProcessError:
                 pass
             sampler.stop.set()
+            if helper_sampler:
+                helper_sampler.stop.set()
     t1 = machine.now()
     after = machine.snapshot(scan_first=False)
     sampler.stop.set()
     sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    helper_cpu = sum((pid_cpu_s(p) or helpers_before[p]) - helpers_before[p] for p in helper_pids)
+    # A LiveTree's processes as sampled during the run too: a cluster's
+    # workers started for the run and gone at its end (Ray's job workers) used
+    # CPU that is the run's, not a disturbance.
+    if helper_sampler:
+        helper_sampler.stop.set()
+        helper_sampler.join()
+    seen = helper_sampler.cpu_seen if helper_sampler else {}
+    helpers_after = set(helper_pids) | set(helpers_before) | set(seen)
+    helper_cpu = sum(max(pid_cpu_s(p) or 0.0, seen.get(p, 0.0), helpers_before.get(p, 0.0))
+                     - helpers_before.get(p, 0.0) for p in helpers_after)
     wall = t1 - t0
     rusage_cpu = ru.ru_utime + ru.ru_stime
     tree_cpu = max(rusage_cpu, sampler.tree_cpu_s)
@@ -518,13 +548,14 @@ def run_process(c: Contender, machine: LinuxMachine, *, poll_s: float = 0.05,
         "tree_processes_max": sampler.max_processes,
         "helper_cpu_s": helper_cpu,
         "major_faults": ru.ru_majflt, "minor_faults": ru.ru_minflt,
+        "voluntary_switches": ru.ru_nvcsw, "involuntary_switches": ru.ru_nivcsw,
         "other": acct,
         "other_cpu_s": acct["other_cpu_s"],
         # everything else's CPU per second of the counters' window (the run
         # plus a few microseconds of this harness on either side)
         "other_cores": acct["other_cpu_s"] / max(acct["window_s"], wall, 1e-9),
         "top_other_processes": top_others(before.procs, after.procs,
-                                          set(sampler.cpu_seen) | {os.getpid(), *helper_pids}),
+                                          set(sampler.cpu_seen) | {os.getpid(), *helpers_after}),
         "extra": {},
     }
     for k, v in sampler.dir_peaks.items():

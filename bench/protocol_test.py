@@ -5,6 +5,7 @@ one real process to check the /proc and wait4 plumbing.
     .venv/bin/python -m pytest -q bench/protocol_test.py
 """
 import argparse
+import subprocess
 import json
 import os
 import sys
@@ -425,3 +426,29 @@ def test_cpu_used_outside_the_contender_tree_is_counted_as_other(tmp_path):
     assert done.returncode == 0
     assert burned >= 0.3
     assert run["other_cpu_s"] >= 0.8 * burned - P.DEFAULT_TOLERANCE_CPU_S
+
+
+def test_the_machine_block_names_the_host_cpu_model():
+    with open("/proc/cpuinfo") as f:
+        models = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
+    assert P.describe_machine()["cpu_model"] == (models[0] if models else None)
+
+
+def test_live_tree_sees_processes_started_after_it_was_made():
+    # The root starts its child only when told (a line on its stdin).
+    root = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; sys.stdin.readline(); "
+                             "subprocess.run(['sleep', '5'])"], stdin=subprocess.PIPE, text=True)
+    try:
+        tree = P.LiveTree(root.pid)
+        assert list(tree) == [root.pid]
+        root.stdin.write("go\n")
+        root.stdin.flush()
+        deadline = time.time() + 5
+        while len(list(tree)) < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(list(tree)) == 2 and list(tree)[0] == root.pid
+        assert list(tree + P.LiveTree(os.getpid()))[-1] != root.pid
+    finally:
+        for pid in reversed(list(P.LiveTree(root.pid))):
+            os.kill(pid, 9)
+        root.wait()

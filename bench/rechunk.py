@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Rechunk workloads of issue 4: Strata against Dask and this machine's bound,
+"""Rechunk workloads of issue 4: Strata against Dask, the peers and this machine's bound,
 under the protocol of bench/README.md.
 
     .venv/bin/python bench/rechunk.py [--workloads W1 W4 W5] [--reps 5] [--prepared]
-        [--cliff-dask] [--bin build/release/bin] [--bound build/release/bench/rechunk_bound]
+        [--cliff-dask] [--peers [dask-cluster rechunker cubed]]
+        [--peers-python bench/.venv-peers/bin/python]
+        [--bin build/release/bin] [--bound build/release/bench/rechunk_bound]
         [--dir build/bench/rechunk] [--out bench/results/rechunk.json]
     .venv/bin/python bench/rechunk.py --smoke            # 1 rep, tiny sizes, no check
 
@@ -18,6 +20,28 @@ Contenders, every one writing DST with the source's codec:
   bound:  bench/rechunk_bound.cc with 2 threads: read + decode every source
           chunk into RAM, gather + encode + write every target chunk, no
           planning or safety.
+The peers of W1 and W4 (--peers, default all), each run by the interpreter
+of bench/.venv-peers (--peers-python; bench/peers-env.sh makes it) as a
+fresh process, as its users run it:
+  dask-cluster: Dask on a running 2-worker LocalCluster (127.0.0.1, worker
+          processes, threads_per_worker=1, Dask's default memory limit: the
+          machine's memory split between the workers), started once before
+          the first rep and closed after the last (its start-up is not timed:
+          a user with a running cluster; its processes' CPU counts with the
+          contender's), da.from_zarr(SRC).rechunk(chunks).to_zarr(DST) with
+          Dask's default method (the JSON records the one the graph was built
+          with, rechunk_method, and array.rechunk.method); peak RSS: the
+          client's plus every worker's (total_peak_rss_bytes);
+  rechunker: rechunker.rechunk(zarr.open_array(SRC), chunks, max_mem=allowed_mem,
+          DST, temp_store=WORK/temp.zarr).execute() (its default executor: Dask's
+          threaded scheduler), run by bench/.venv-rechunker (--rechunker-python):
+          every rechunker release needs zarr-python < 3;
+  cubed:  cubed.Spec(work_dir=WORK, allowed_mem, executor_name="processes",
+          executor_options={"max_workers": 2}), cubed.from_zarr(SRC).rechunk(chunks),
+          cubed.to_zarr(DST).
+rechunker's and Cubed's intermediate bytes (intermediate_bytes_written) are
+what their work dir holds after the run (neither removes its intermediates),
+beside its polled peak (work_peak_bytes).
 Workloads:
   W1  10000x10000, (10000,1000) -> (1000,10000), allowed_mem 400MB (Cubed #502)
   W4  20000x20000, (20000,500) -> (500,20000), allowed_mem 1GB
@@ -60,6 +84,89 @@ import json, sys, dask.array as da
 x = da.from_zarr(sys.argv[1])
 x.rechunk(tuple(json.loads(sys.argv[3]))).to_zarr(sys.argv[2], overwrite=True)
 '''
+
+# The peers (bench/.venv-peers, bench/peers-env.sh), each run as its users run
+# it, each printing one JSON line of what it chose.
+# Dask on a running 2-worker LocalCluster (dask_rechunk.py's Cluster), with
+# the rechunk method Dask picks by default on a distributed Client: the
+# configured array.rechunk.method and the method the graph was built with.
+DASK_CLUSTER = r'''
+import json, sys, dask, distributed, dask.array as da
+address, src, dst, chunks = sys.argv[1:5]
+client = distributed.Client(address)
+configured = dask.config.get("array.rechunk.method", None)
+y = da.from_zarr(src).rechunk(tuple(json.loads(chunks)))
+names = " ".join(str(k) for k in y.dask.layers)
+method = "p2p" if "p2p" in names else "tasks"
+y.to_zarr(dst, overwrite=True)
+print(json.dumps({"rechunk_method": method, "rechunk_method_configured": configured}))
+client.close()
+'''
+
+# rechunker with its default executor (Dask's threaded scheduler), max_mem
+# Strata's allowed_mem, its temp store in the contender's work dir.
+RECHUNKER = r'''
+import json, sys, zarr, rechunker
+src, dst, chunks, max_mem, temp = sys.argv[1:6]
+source = zarr.open_array(src, mode="r")
+plan = rechunker.rechunk(source, tuple(json.loads(chunks)), int(max_mem), dst, temp_store=temp)
+plan.execute()
+print(json.dumps({"rechunker": rechunker.__version__}))
+'''
+
+# Cubed with its processes executor (2 worker processes), allowed_mem
+# Strata's, every intermediate in work_dir. With a 6th argument "probe":
+# whether Cubed's planner accepts the rechunk at that allowed_mem (the plan
+# made and checked by Plan._finalize, what compute validates first; nothing
+# computed), printing "ok" or the refusal.
+CUBED = r'''
+import json, sys, cubed
+src, dst, chunks, allowed, work = sys.argv[1:6]
+if __name__ == "__main__":
+    spec = cubed.Spec(work_dir=work, allowed_mem=int(allowed), executor_name="processes",
+                      executor_options={"max_workers": 2})
+    x = cubed.from_zarr(src, spec=spec)
+    if sys.argv[6:] == ["probe"]:
+        out = cubed.to_zarr(x.rechunk(tuple(json.loads(chunks))), dst, compute=False)
+        try:
+            out._plan._finalize().validate()   # Array.plan is a method of Cubed 0.27
+            print("ok")
+        except ValueError as e:
+            print(e)
+    else:
+        cubed.to_zarr(x.rechunk(tuple(json.loads(chunks))), dst)
+        print(json.dumps({"cubed": cubed.__version__}))
+'''
+
+
+def cubed_allowed_mem(peers_py, src, chunks_json, allowed, work):
+    """(the allowed_mem Cubed runs at, its refusal of ours or None): ours
+    when its planner accepts it, else the smallest of 1.25x, 1.5x, 2x, 3x,
+    4x ours it accepts (Cubed refuses the seed case W1 at 400MB: Cubed's
+    issue 502), else ours (the run then fails as Cubed does)."""
+    refusal = None
+    for factor in (1, 1.25, 1.5, 2, 3, 4):
+        mem = str(int(int(allowed) * factor))
+        out = subprocess.run([peers_py, "-c", CUBED, src, os.path.join(work, "probe.zarr"),
+                              chunks_json, mem, work, "probe"], capture_output=True, text=True)
+        said = (out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1]
+        shutil.rmtree(os.path.join(work, "probe.zarr"), ignore_errors=True)
+        if said == "ok":
+            return mem, refusal
+        if factor == 1:
+            refusal = said
+    return allowed, refusal
+
+
+PEERS = ("dask-cluster", "rechunker", "cubed")
+# what each peer's interpreter must import, and the versions it reports
+PEERS_PROBE = {
+    "dask-cluster": "import json, dask, distributed; print(json.dumps({'dask': dask.__version__, "
+                    "'distributed': distributed.__version__}))",
+    "rechunker": "import json, rechunker, zarr; print(json.dumps({'rechunker': "
+                 "rechunker.__version__, 'zarr (rechunker)': zarr.__version__}))",
+    "cubed": "import json, cubed; print(json.dumps({'cubed': cubed.__version__}))",
+}
 
 # The in-RAM rechunk workloads, shared with bench/processes.py and
 # bench/mpi.py: shape, source chunks, target chunks, allowed_mem, seed.
@@ -261,7 +368,7 @@ def check_outputs(strata, src, dsts, reference):
 
 
 def checked_case(b, name, contenders, dsts, strata, src, outputs, reference, ratios,
-                 ratio_keys, describe):
+                 ratio_keys, describe, helper_pids=()):
     """A case whose outputs are checked after its first rep (against
     `reference`'s, check_outputs) and then removed. Returns the case, its
     checks in."""
@@ -274,7 +381,7 @@ def checked_case(b, name, contenders, dsts, strata, src, outputs, reference, rat
             remove(*dsts.values())
 
     case = b.case(name, contenders, ratios=ratios, ratio_keys=ratio_keys, after_rep=after_rep,
-                  describe=describe)
+                  describe=describe, helper_pids=helper_pids)
     case["checks"] = checks
     return case
 
@@ -290,7 +397,52 @@ def executor_case(b, args, name, contenders, dsts, strata, src, outputs, executo
                         ("wall_s", "compute_s", "peak_rss_bytes"), describe)
 
 
-def run_workload(b, args, name):
+def mem_bytes(text):
+    """'400MB' -> 400000000 (the units strata's --allowed-mem takes here: MB, GB)."""
+    m = re.fullmatch(r"([0-9.]+)(MB|GB)", text)
+    if not m:
+        raise SystemExit(f"rechunk.py: cannot read the memory size {text!r} (want e.g. 400MB)")
+    return int(float(m.group(1)) * {"MB": 10**6, "GB": GB}[m.group(2)])
+
+
+def peer_python(args, peer):
+    """The interpreter a peer runs in: rechunker's own venv (it needs zarr < 3), else the peers'."""
+    return os.path.abspath(args.rechunker_python if peer == "rechunker" else args.peers_python)
+
+
+def peers_ready(args):
+    """The peers' versions, or a one-line SystemExit saying why one cannot run."""
+    versions = {}
+    for peer in args.peers:
+        python = peer_python(args, peer)
+        if not os.path.exists(python):
+            raise SystemExit(f"rechunk.py: no interpreter for {peer} at {python}: make it with "
+                             "bench/peers-env.sh, or leave the peers out with --peers (no names)")
+        probe = subprocess.run([python, "-c", PEERS_PROBE[peer]], capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise SystemExit(f"rechunk.py: {python} cannot run {peer}: "
+                             f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+        versions.update(json.loads(probe.stdout))
+    return versions
+
+
+def printed(run, completed):
+    """The JSON line a peer printed last, into run["extra"]."""
+    lines = completed.stdout.strip().splitlines()
+    if lines:
+        run["extra"].update(json.loads(lines[-1]))
+
+
+def work_written(run, completed, hist):
+    """A peer's intermediate bytes: what its work dir holds after the run
+    (rechunker's temp store, Cubed's intermediate Zarr arrays), or the polled
+    peak (work_peak_bytes) when that is more (a peer that deletes them)."""
+    printed(run, completed)
+    run["extra"]["intermediate_bytes_written"] = max(run["extra"]["work_after_bytes"],
+                                                     run["extra"].get("work_peak_bytes", 0))
+
+
+def run_workload(b, args, name, cluster=None):
     shape, src_chunks, dst_chunks, allowed_mem, seed = workloads(args)[name]
     d = os.path.join(os.path.abspath(args.dir), name)
     os.makedirs(d, exist_ok=True)
@@ -299,38 +451,86 @@ def run_workload(b, args, name):
     stored = make_source(strata, src, shape, src_chunks, seed)
     logical = 8 * shape[0] * shape[1]
     chunks_arg = ",".join(map(str, dst_chunks))
+    chunks_json = json.dumps(dst_chunks)
+    allowed = str(mem_bytes(allowed_mem))
+    peers_py = peer_python(args, "cubed")
     outputs = Outputs(d)
+    cubed_mem, cubed_refusal = allowed, None
+    if "cubed" in args.peers:
+        probe_dir = os.path.join(d, "cubed-probe")
+        os.makedirs(probe_dir, exist_ok=True)
+        cubed_mem, cubed_refusal = cubed_allowed_mem(peers_py, src, chunks_json, allowed, probe_dir)
+        shutil.rmtree(probe_dir, ignore_errors=True)
     argv = {
         "strata": lambda dst, hist, work: [
             strata, "rechunk", src, dst, "--chunks", chunks_arg, "--allowed-mem", allowed_mem,
             "--work-dir", work, "--history", hist, "--quiet"],
-        "dask": lambda dst, hist, work: [sys.executable, "-c", DASK, src, dst,
-                                         json.dumps(dst_chunks)],
+        "dask": lambda dst, hist, work: [sys.executable, "-c", DASK, src, dst, chunks_json],
         "bound": lambda dst, hist, work: [args.bound, src, "--chunks", chunks_arg, dst,
                                           "--threads", "2"],
+        "dask-cluster": lambda dst, hist, work: [
+            peers_py, "-c", DASK_CLUSTER, cluster.info["address"], src, dst, chunks_json],
+        "rechunker": lambda dst, hist, work: [
+            peer_python(args, "rechunker"), "-c", RECHUNKER, src, dst, chunks_json, allowed,
+            os.path.join(work, "temp.zarr")],
+        "cubed": lambda dst, hist, work: [peers_py, "-c", CUBED, src, dst, chunks_json,
+                                          cubed_mem, work],
     }
+
+    def cluster_finish(run, completed, hist):
+        printed(run, completed)
+        peaks = cluster.peaks()
+        run["extra"].update(peaks)
+        # the client's peak plus every worker's: what the contender held at most
+        run["extra"]["total_peak_rss_bytes"] = (run["peak_rss_bytes"] +
+                                                sum(peaks["worker_peak_rss_each_bytes"]))
+
     finish = {
         "strata": lambda run, c, hist: add_history(run, hist),
         "dask": None,
         "bound": lambda run, c, hist: run["extra"].update(
             {f"phase_{k}": v for k, v in json.loads(c.stdout.strip().splitlines()[-1]).items()
              if isinstance(v, (int, float))}),
+        "dask-cluster": cluster_finish,
+        "rechunker": work_written,
+        "cubed": work_written,
     }
+    peers = list(args.peers)
     contenders, dsts = [], {}
     for variant in variants(args):
-        for c in ("bound", "strata", "dask"):
+        for c in ("bound", "strata", "dask", *peers):
             cont, dst = contender(c, variant, argv[c], src, outputs, logical, finish[c])
+            if c == "dask-cluster":
+                setup = cont.setup
+
+                def reset(setup=setup):
+                    setup()
+                    cluster.reset_peaks()
+                cont.setup = reset
             contenders.append(cont)
             dsts[cont.name] = dst
     ratios = [("dask", "strata"), ("strata", "bound"), ("strata", "dask")]
+    ratios += [(p, "strata") for p in peers]
     if args.prepared:
         ratios += [("dask (prepared)", "strata (prepared)"), ("strata (prepared)", "bound (prepared)"),
                    ("strata", "strata (prepared)")]
+        ratios += [(f"{p} (prepared)", "strata (prepared)") for p in peers]
+    describe = {"workload": name, "shape": shape, "source_chunks": src_chunks,
+                "target_chunks": dst_chunks, "allowed_mem": allowed_mem,
+                "logical_bytes": logical, "source_stored_bytes": stored, "peers": peers}
+    if "cubed" in peers:
+        describe["cubed_allowed_mem"] = int(cubed_mem)
+        describe["cubed_refused_ours"] = cubed_refusal
+    if cluster:
+        describe["cluster"] = {
+            "startup": "started once before the first rep and closed after the last: its "
+                       "start-up is not timed (a user with a running cluster)",
+            **{k: cluster.info[k] for k in ("memory_limits", "threads")}}
+    # The idle cluster's processes (scheduler, nannies, workers) are the
+    # dask-cluster contender's, not a disturbance of the others' runs.
     case = checked_case(b, name, contenders, dsts, strata, src, outputs, "bound", ratios,
-                        ("wall_s", "peak_rss_bytes"),
-                        {"workload": name, "shape": shape, "source_chunks": src_chunks,
-                         "target_chunks": dst_chunks, "allowed_mem": allowed_mem,
-                         "logical_bytes": logical, "source_stored_bytes": stored})
+                        ("wall_s", "peak_rss_bytes"), describe,
+                        helper_pids=cluster.helper_pids if cluster else ())
     case["plan"] = strata_plan(strata, src, dst_chunks, ["--allowed-mem", allowed_mem, "--work-dir",
                                                          outputs.paths("strata")[2]])
     shutil.rmtree(d, ignore_errors=True)
@@ -437,17 +637,36 @@ def main():
     ap.add_argument("--bin", default="build/release/bin")
     ap.add_argument("--bound", default="build/release/bench/rechunk_bound")
     ap.add_argument("--dir", default="build/bench/rechunk")
+    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS,
+                    help="W1, W4's peers run by --peers-python (default all; no names: none)")
+    ap.add_argument("--peers-python", default="bench/.venv-peers/bin/python",
+                    help="the interpreter of Dask's cluster and Cubed (bench/peers-env.sh)")
+    ap.add_argument("--rechunker-python", default="bench/.venv-rechunker/bin/python",
+                    help="rechunker's interpreter (zarr-python 2; bench/peers-env.sh)")
     ap.add_argument("--svg", default=None,
                     help="also draw the cliff chart (bench/report.py --svg does it from the JSON)")
     P.add_arguments(ap)
     args = ap.parse_args()
+    versions = peers_ready(args)  # before the benchmark starts: a missing peer is a usage error
     with P.Bench("rechunk", args, scratch=os.path.abspath(args.dir),
                  description="strata rechunk against Dask and the machine's bound (issue 4)") as b:
         b.doc["dask_script"] = DASK.strip()
         b.doc["dask_defaults"] = P.dask_defaults()
-        for name in ("W1", "W4"):
-            if name in args.workloads:
-                run_workload(b, args, name)
+        b.doc["peers"] = {"versions": versions,
+                          "python": {p: peer_python(args, p) for p in args.peers},
+                          "scripts": {"dask-cluster": DASK_CLUSTER.strip(),
+                                      "rechunker": RECHUNKER.strip(), "cubed": CUBED.strip()}}
+        cluster = None
+        if "dask-cluster" in args.peers and {"W1", "W4"} & set(args.workloads):
+            import dask_rechunk as dr  # it imports this module: imported here, not at the top
+            cluster = dr.Cluster(os.environ, python=args.peers_python, threads_per_worker=1)
+        try:
+            for name in ("W1", "W4"):
+                if name in args.workloads:
+                    run_workload(b, args, name, cluster)
+        finally:
+            if cluster:
+                cluster.stop()
         if "W5" in args.workloads:
             run_cliff(b, args)
     if args.svg and "W5" in args.workloads:

@@ -19,6 +19,7 @@
 #include "strata/core/box.h"
 #include "strata/core/memory_pool.h"
 #include "strata/core/ndarray.h"
+#include "strata/storage/open_store.h"
 #include "strata/storage/store.h"
 #include "strata/storage/zarr/zarr_array.h"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's benchmark tables, made from the JSON the bench scripts write.
+"""The benchmark tables of docs/benchmarks.md, made from the JSON the bench scripts write.
 
     .venv/bin/python bench/report.py bench/results/rechunk.json [more.json ...]
         [--draft] [--svg bench/results/rechunk_cliff.svg]
@@ -116,14 +116,22 @@ def checks_note(cs):
     return ""
 
 
+def host(doc):
+    """The machine a document was measured on: its CPU model and cores."""
+    m = doc.get("machine") or {}
+    cores = m.get("cpus_usable") or m.get("cpus")
+    return (f"host CPU {m.get('cpu_model') or 'unknown'}"
+            + (f", {cores} cores" if cores else ""))
+
+
 def footer(doc, cs):
     """How the table's figures were measured, from the document."""
     if not cs:  # a table of counts (no timed case behind it)
         git = doc.get("git", {})
         commit = (git.get("commit") or "?")[:10] + (" + uncommitted changes"
                                                     if git.get("dirty_files") else "")
-        return (f"_Counted, not timed; commit {commit}, {doc.get('date_start', '?')}. "
-                f"`{doc.get('command', '?')}`._")
+        return (f"_Counted, not timed; commit {commit}, {doc.get('date_start', '?')}; "
+                f"{host(doc)}. `{doc.get('command', '?')}`._")
     runs = [r for c in cs for rep in c.get("reps", []) for r in rep["runs"].values()]
     loads = [r["load_1min_before"] for r in runs if r.get("load_1min_before") is not None]
     other = [r["other_cores"] for r in runs if r.get("other_cores") is not None]
@@ -141,6 +149,7 @@ def footer(doc, cs):
         parts.append(f"other processes used at most {num(max(other))} cores during a kept run")
     parts.append(f"{discarded} disturbed rep{'s' if discarded != 1 else ''} discarded and redone")
     parts.append(f"commit {commit}, {doc.get('date_start', '?')}")
+    parts.append(host(doc))
     line = "; ".join(parts) + f". `{doc.get('command', '?')}`."
     return "_" + line + checks_note(cs) + "_"
 
@@ -176,7 +185,10 @@ def copy_tables(doc):
     d = case["describe"]
     labels = d.get("labels", {})
     names = [n for n, c in case["contenders"].items() if c["variant"] == "user"]
+    peers = any(n.startswith(("zarr-python", "tensorstore")) for n in names)
     header = ["workload", "median s", "MB/s (logical)", "time vs `cp -r`"]
+    if peers:
+        header.append("time vs `strata copy zstd`")
     if prepared(doc):
         header += ["page cache dropped: median s", "time vs `cp -r` (dropped)"]
     rows = []
@@ -185,6 +197,9 @@ def copy_tables(doc):
         r = ratio(case, f"{n}/cp -r:time_s")
         row = [labels.get(n, n), cell(t), num(d["logical_bytes"] / t["median"] / MB, 0)
                if t and t["median"] else "–", "1.00" if n == "cp -r" else cell(r)]
+        if peers:
+            row.append("1.00" if n == "strata copy zstd" else
+                       cell(ratio(case, f"{n}/strata copy zstd:time_s")))
         if prepared(doc):
             p = f"{n} (prepared)"
             rp = ratio(case, f"{p}/cp -r (prepared):time_s")
@@ -258,6 +273,9 @@ def rechunk_tables(doc):
                         "memory pre-touched before each run",
                         table(["workload", "strata s", "dask s", "dask / strata", "bound s",
                                "strata / bound", "strata user / prepared"], rows), cs))
+    peer_cs = [c for c in cs if any(has(c, p) for p, _ in RECHUNK_PEERS[1:])]
+    if peer_cs:
+        out.append(rechunk_peers_table(doc, peer_cs))
     w5 = cases(doc, "W5")
     if w5:
         rows = []
@@ -283,6 +301,77 @@ def rechunk_tables(doc):
                     f"{cl.get('total_system_mem')}, allowed_mem {cl.get('allowed_mem')}; "
                     "seconds per GB", table(header, rows), w5))
     return out
+
+
+# The peers of rechunk.py's W1 and W4, as the table names them.
+RECHUNK_PEERS = [("dask", "Dask, threaded scheduler"),
+                 ("dask-cluster", "Dask, 2-worker LocalCluster"),
+                 ("rechunker", "rechunker (Dask threads)"),
+                 ("cubed", "Cubed, processes executor")]
+
+
+def best_peer_ratio(case, peers, key="wall_s"):
+    """The fastest peer's figure over strata's within each kept rep (never
+    across reps), summarised like the protocol's ratios."""
+    per_rep = []
+    for rep in case.get("reps", []):
+        runs = rep["runs"]
+        vals = [runs[p].get(key) for p in peers if p in runs and runs[p].get(key) is not None]
+        base = (runs.get("strata") or {}).get(key)
+        if vals and base:
+            per_rep.append(min(vals) / base)
+    if not per_rep:
+        return None
+    return {"median": statistics.median(per_rep), "min": min(per_rep), "max": max(per_rep),
+            "n": len(per_rep)}
+
+
+def cubed_memory_note(d):
+    """Where Cubed ran at another allowed_mem than Strata's (its planner
+    refused ours), the row says so, with its refusal."""
+    ran = d.get("cubed_allowed_mem")
+    m = re.fullmatch(r"([0-9.]+)(MB|GB)", str(d.get("allowed_mem")))
+    ours = int(float(m.group(1)) * {"MB": 10**6, "GB": 10**9}[m.group(2)]) if m else None
+    if not ran or ran == ours:
+        return ""
+    refusal = d.get("cubed_refused_ours") or "refused"
+    return (f", at allowed_mem {ran / 1e6:.0f} MB: it refuses {d.get('allowed_mem')} "
+            f"(\"{refusal.split(' for op')[0]}\")")
+
+
+def rechunk_peers_table(doc, cs):
+    """W1 and W4 against every peer: one row per contender, then the fastest
+    peer of each rep against strata."""
+    rows = []
+    for c in cs:
+        peers = [p for p, _ in RECHUNK_PEERS if has(c, p)]
+        for name, label in [("strata", "Strata (`strata rechunk`)")] + [
+                (p, lbl) for p, lbl in RECHUNK_PEERS if p in peers]:
+            rss = summary(c, name, "total_peak_rss_bytes") or summary(c, name, "peak_rss_bytes")
+            method = (c.get("reps") or [{}])[0].get("runs", {}).get(name, {}).get(
+                "extra", {}).get("rechunk_method")
+            if name == "cubed":
+                label += cubed_memory_note(c["describe"])
+            # the workload named on its first row only
+            rows.append([workload_name(c["describe"]) if name == "strata" else "",
+                         label + (f" (`{method}`)" if method else ""),
+                         cell(summary(c, name, "wall_s")),
+                         "1.00" if name == "strata" else cell(ratio(c, f"{name}/strata")),
+                         cell(rss, MB, 0) + " MB",
+                         size((summary(c, name, "intermediate_bytes_written") or {})
+                              .get("max"))])
+        rows.append(["", "**best peer of each rep**", "–",
+                     cell(best_peer_ratio(c, peers)), "–", "–"])
+    versions = (doc.get("peers") or {}).get("versions") or {}
+    title = ("Rechunk against the peers, source warm, each as its users run it"
+             + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else "")
+             + ": the LocalCluster (2 worker processes × 1 thread, Dask's memory limit) is "
+               "started before the reps and its start-up is not timed; its peak RSS is the "
+               "client's plus every worker's; rechunker's max_mem and Cubed's allowed_mem are "
+               "Strata's allowed_mem (unless the row says otherwise), their intermediates "
+               "written to local disk")
+    return (title, table(["workload", "contender", "s", "time / strata", "peak RSS",
+                          "intermediate bytes on disk"], rows), cs)
 
 
 def processes_tables(doc):
@@ -537,8 +626,11 @@ def contract_cell(c, contender="strata"):
 
 def weather_tables(doc):
     cs = cases(doc)
+    cluster = any("dask-cluster" in c.get("contenders", {}) for c in cs)
     header = ["dataset", "strata s", "dask s", "dask / strata time", "strata peak RSS",
               "dask peak RSS", "dask / strata RSS", "memory contract (strata)"]
+    if cluster:
+        header += ["dask-cluster s", "dask-cluster / strata time"]
     if prepared(doc):
         header += ["prepared: strata s", "prepared: dask s", "prepared: dask / strata"]
     rows = []
@@ -552,6 +644,9 @@ def weather_tables(doc):
                size(median(c, "strata", "peak_rss_bytes")),
                size(median(c, "dask", "peak_rss_bytes")),
                cell(ratio(c, "dask/strata:peak_rss_bytes")), contract_cell(c)]
+        if cluster:
+            row += [cell(summary(c, "dask-cluster", "wall_s")),
+                    cell(ratio(c, "dask-cluster/strata"))]
         if prepared(doc):
             row += [cell(summary(c, "strata (prepared)", "wall_s")),
                     cell(summary(c, "dask (prepared)", "wall_s")),
@@ -559,13 +654,17 @@ def weather_tables(doc):
         rows.append(row)
     d = cs[0]["describe"] if cs else {}
     ds = doc.get("dataset") or {}
-    title = (f"Weather-features pipeline (issue 19, `examples/weather_features.py`): u10, v10, "
-             f"t2m float32, one field per chunk; nearest points with a country label, wind speed "
-             f"and °C, mean by country over the points, to Zarr; allowed_mem "
-             f"{d.get('allowed_mem')}, page cache warm, dataset "
+    title = (f"Weather-features pipeline (issue 37, `examples/weather_pipeline.py`, verbatim "
+             f"through xarray's API): u10, v10, t2m float32, one field per chunk; nearest points "
+             f"with a country label, wind speed and °C, mean by country over the points, to "
+             f"{d.get('output', 'zarr')}; allowed_mem {d.get('allowed_mem')}, page cache warm, "
+             f"dataset "
              f"{'reused from an earlier run' if ds.get('reused') else 'generated before the reps'}"
-             f" (untimed); Dask with its defaults. Issue 19's goal: dask / strata time ≥ 3, "
-             f"strata's peak RSS lower, every task measured ≤ projected ≤ allowed")
+             f" (untimed); Dask with its defaults (threads"
+             + ("; dask-cluster: a 2-worker LocalCluster, peak RSS of the client process only"
+                if cluster else "") +
+             "). Issue 37's goal: dask / strata time ≥ 5, strata's peak RSS lower, every task "
+             "measured ≤ projected ≤ allowed")
     return [(title, table(header, rows), cs)]
 
 

@@ -69,6 +69,68 @@ def test_rechunk_table_cells_come_from_the_json(tmp_path):
     assert "1.00 GB" in row
 
 
+def rechunk_peers_doc(tmp_path):
+    walls = {"bound": 0.8, "strata": 0.6, "dask": 3.0, "dask-cluster": 2.4, "rechunker": 1.8,
+             "cubed": 4.2}
+    with fake_bench(tmp_path, "rechunk", walls) as b:
+        b.case("W4", [with_extra("bound"),
+                      with_extra("strata", intermediate_bytes_written=0),
+                      with_extra("dask"),
+                      with_extra("dask-cluster", rechunk_method="p2p",
+                                 total_peak_rss_bytes=900 * MB),
+                      with_extra("rechunker", intermediate_bytes_written=3 * 10**9),
+                      with_extra("cubed", intermediate_bytes_written=int(3.2e9))],
+               ratios=[("dask", "strata"), ("strata", "bound"), ("dask-cluster", "strata"),
+                       ("rechunker", "strata"), ("cubed", "strata")],
+               describe={"workload": "W4", "shape": [20000, 20000],
+                         "source_chunks": [20000, 500], "target_chunks": [500, 20000],
+                         "allowed_mem": "1GB"})
+        b.doc["peers"] = {"versions": {"cubed": "0.27.0", "rechunker": "0.5.4"}}
+    doc = json.load(open(b.out))
+    doc["machine"]["cpu_model"] = "Intel(R) Xeon(R) Test CPU @ 2.00GHz"
+    return doc
+
+
+def test_rechunk_peers_table_has_a_row_per_contender(tmp_path):
+    md = report.render(rechunk_peers_doc(tmp_path))
+    title = next(l for l in md.splitlines() if l.startswith("**Rechunk against the peers"))
+    assert "cubed 0.27.0" in title and "start-up is not timed" in title
+    rows = {l.split("|")[2].strip(): [c.strip() for c in l.strip("|").split("|")]
+            for l in md.splitlines()[md.splitlines().index(title):] if l.startswith("| ")}
+    assert rows["Strata (`strata rechunk`)"][2:4] == ["0.60 (0.60–0.60)", "1.00"]
+    assert rows["Dask, 2-worker LocalCluster (`p2p`)"][3] == "4.00 (4.00–4.00)"
+    assert rows["Dask, 2-worker LocalCluster (`p2p`)"][4] == "900 (900–900) MB"
+    assert rows["rechunker (Dask threads)"][3] == "3.00 (3.00–3.00)"
+    assert rows["rechunker (Dask threads)"][5] == "3.00 GB"
+    assert rows["Cubed, processes executor"][3] == "7.00 (7.00–7.00)"
+    # the fastest peer of each rep (rechunker, 1.8 s) over strata's 0.6 s
+    assert rows["**best peer of each rep**"][3] == "3.00 (3.00–3.00)"
+
+
+def test_cubed_at_another_allowed_mem_is_said_on_its_row(tmp_path):
+    doc = rechunk_peers_doc(tmp_path)
+    d = doc["cases"][0]["describe"]
+    d["cubed_allowed_mem"] = 10**9          # ours: no note
+    assert "it refuses" not in report.render(doc)
+    d["cubed_allowed_mem"] = 1_250_000_000
+    d["cubed_refused_ours"] = ("Projected blockwise memory (1.0 GB) exceeds allowed_mem "
+                               "(1.0 GB), including reserved_mem (0 bytes) for op-003")
+    row = next(l for l in report.render(doc).splitlines() if "Cubed, processes" in l)
+    assert "at allowed_mem 1250 MB: it refuses 1GB" in row
+    assert "exceeds allowed_mem (1.0 GB)" in row and "op-003" not in row
+
+
+def test_every_caption_names_the_host_cpu(tmp_path):
+    md = report.render(rechunk_peers_doc(tmp_path))
+    captions = [l for l in md.splitlines() if l.startswith("_")]
+    assert captions and all("host CPU Intel(R) Xeon(R) Test CPU @ 2.00GHz" in l
+                            for l in captions)
+
+
+def test_no_peers_no_peers_table(tmp_path):
+    assert "Rechunk against the peers" not in report.render(rechunk_doc(tmp_path))
+
+
 def test_smoke_and_short_runs_are_refused_unless_draft(tmp_path):
     doc = rechunk_doc(tmp_path, smoke=True, reps=1)
     with pytest.raises(report.Refused, match="smoke"):
@@ -182,7 +244,27 @@ def test_weather_table_cells_come_from_the_json(tmp_path):
     assert cells[7] == ("held: all 1920 tasks of 5 runs measured ≤ projected ≤ allowed (max "
                         "measured 310 MB, max projected 420 MB, allowed 2.00 GB)")
     assert "allowed_mem 2GB" in md and "reused from an earlier run" in md
-    assert "dask / strata time ≥ 3" in md
+    assert "dask / strata time ≥ 5" in md
+    assert "dask-cluster" not in md   # no cluster contender, no cluster columns
+
+
+def test_the_cluster_contender_has_its_columns(tmp_path):
+    with fake_bench(tmp_path, "weather_pipeline",
+                    {"strata": 20.0, "dask": 90.0, "dask-cluster": 120.0}) as b:
+        b.doc["dataset"] = {"reused": False}
+        b.case("x", [weather_contender("strata", 900 * 10**6),
+                     weather_contender("dask", 3 * 10**9),
+                     weather_contender("dask-cluster", 10**9)],
+               ratios=[("dask", "strata"), ("dask-cluster", "strata")],
+               describe={"dims": {"lat": 721}, "points": 10, "output": "parquet"})
+    md = report.render(json.load(open(b.out)))
+    header = next(l for l in md.splitlines() if l.startswith("| dataset"))
+    row = next(l for l in md.splitlines() if l.startswith("| ") and "10 points" in l)
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
+                     [c.strip() for c in row.strip("|").split("|")]))
+    assert cells["dask-cluster s"] == "120.0 (120.0–120.0)"
+    assert cells["dask-cluster / strata time"] == "6.00 (6.00–6.00)"
+    assert "to parquet" in md
 
 
 def test_a_broken_memory_contract_is_in_the_weather_table(tmp_path):

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Runs every benchmark behind the README's tables under the protocol
-# (bench/README.md), in README order, then prints the tables. Needs a quiet
-# machine, a release build and scripts/install-deps.sh; well over an hour
+# Runs every benchmark behind the tables of docs/benchmarks.md under the protocol
+# (bench/README.md), in that page's order, then prints the tables. Needs a quiet
+# machine, a release build and scripts/install-deps.sh (it makes the peers'
+# environments itself, bench/peers-env.sh); well over an hour
 # (climate_ops.py and weather_pipeline.py have not been timed on a quiet one).
 # Stops at the first benchmark that fails (exit 3: not enough undisturbed reps).
-#   bench/run_all.sh            # the README's figures
+#   bench/run_all.sh            # the figures of docs/benchmarks.md
 #   bench/run_all.sh --smoke    # every script end to end on tiny sizes (~2 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=.venv/bin/python
+bench/peers-env.sh  # the peers' environments (idempotent)
 $py bench/codec.py "$@"
 $py bench/copy_bench.py --prepared "$@"
 $py bench/quadratic_means.py "$@"
