@@ -83,6 +83,20 @@ def test_integer_binary(name, rng):
         assert_eq(getattr(strata, name)(x, y), INT_BINARY[name](a, b))
 
 
+def test_square_root_power_is_numpy_bit_for_bit():
+    # numpy computes x ** 0.5 as sqrt(x): -0.0 stays -0.0, negatives give NaN
+    a = np.array([-0.0, 0.0, 2.0, -1.0, np.inf, 1e-310, 3.0], dtype=np.float64)
+    for dtype in (np.float32, np.float64, np.complex128):
+        b = a.astype(dtype)
+        with np.errstate(invalid="ignore"):
+            want = b ** 0.5
+        got = (strata.asarray(b, chunks=(3,)) ** 0.5).compute()
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if dtype is not np.complex128:
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_operators_and_scalars(rng):
     for a, x in cases(rng, low=0.5, high=3):
         assert_eq(x + 1, a + 1)
@@ -92,6 +106,7 @@ def test_operators_and_scalars(rng):
         assert_eq(x // 0.7, a // 0.7)
         assert_eq(x % 0.7, a % 0.7)
         assert_eq(x ** 2, a ** 2)
+        assert_eq(x ** 0.5, a ** 0.5)
         assert_eq(2 ** x, 2 ** a)
         assert_eq(-x, -a)
         assert_eq(+x, +a)

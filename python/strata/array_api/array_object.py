@@ -338,9 +338,13 @@ class Array(_ArrayBase):
     def __pow__(self, other):
         """x ** y. As numpy's fast scalar power: a float or complex array to
         the Python scalar power 2 is x * x (numpy's square, exact, where
-        pow() may be an ulp off)."""
-        if type(other) in (int, float) and other == 2 and np.dtype(self.dtype).kind in "fc":
-            return _binary("multiply", self, self)
+        pow() may be an ulp off), and to the power 0.5 is sqrt(x) (exact, and
+        several times cheaper than pow(); sqrt(-0.0) is -0.0 as in numpy)."""
+        if type(other) in (int, float) and np.dtype(self.dtype).kind in "fc":
+            if other == 2:
+                return _binary("multiply", self, self)
+            if other == 0.5:
+                return _wrap(_strata.unary("sqrt", self._h))
         return _POW(self, other)
     __rpow__ = _operator("pow", True)
     __and__ = _operator("bitwise_and")
