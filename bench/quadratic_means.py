@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Quadratic means (Cubed's standard benchmark): Strata against Dask, same
-inputs, under the protocol of bench/README.md.
+"""Quadratic means (Cubed's standard benchmark): Strata against Dask and
+Cubed, same inputs, under the protocol of bench/README.md.
 
     .venv/bin/python bench/quadratic_means.py [--t 50 200] [--reps 5] [--prepared]
-        [--bin build/release/bin] [--dir build/bench/quadratic_means]
+        [--bin build/release/bin] [--peers-python bench/.venv-peers/bin/python] [--no-cubed]
+        [--dir build/bench/quadratic_means]
         [--out bench/results/quadratic_means.json]
     .venv/bin/python bench/quadratic_means.py --smoke
 
@@ -14,7 +15,10 @@ Zarr array, with allowed_mem 2GB:
   strata: examples/quadratic_means with its defaults (threads executor,
           workers = the available cores);
   dask:   Dask from the .venv (requirements/dev.txt) as its users run it, nothing configured
-          (threaded scheduler, default worker count), da.from_zarr ... to_zarr.
+          (threaded scheduler, default worker count), da.from_zarr ... to_zarr;
+  cubed:  Cubed from bench/.venv-peers (--peers-python; bench/peers-env.sh),
+          its processes executor with 2 workers, allowed_mem Strata's, its
+          intermediates in its work dir (--no-cubed leaves it out).
 Both read the inputs from a warm page cache (read once before each run).
 Each run is a fresh process measured by the protocol (wall time, CPU, peak
 RSS, bytes under the work dir). After the first kept rep both outputs are
@@ -36,6 +40,21 @@ import sys, dask.array as da
 u = da.from_zarr(sys.argv[1]); v = da.from_zarr(sys.argv[2])
 m = da.stack([(u * u).mean(axis=0), (v * v).mean(axis=0), (u * v).mean(axis=0)])
 m.to_zarr(sys.argv[3], overwrite=True)
+'''
+
+# Cubed (bench/.venv-peers, bench/peers-env.sh; Cubed's standard benchmark)
+# as its users run it on one machine: its processes executor with 2 workers,
+# allowed_mem Strata's, its intermediates in the contender's work dir.
+CUBED = r'''
+import sys, cubed
+u_path, v_path, out, allowed, work = sys.argv[1:6]
+if __name__ == "__main__":
+    spec = cubed.Spec(work_dir=work, allowed_mem=allowed, executor_name="processes",
+                      executor_options={"max_workers": 2})
+    u = cubed.from_zarr(u_path, spec=spec); v = cubed.from_zarr(v_path, spec=spec)
+    m = cubed.stack([cubed.mean(u * u, axis=0), cubed.mean(v * v, axis=0),
+                     cubed.mean(u * v, axis=0)])
+    cubed.to_zarr(m, out)
 '''
 
 # Checks an output against the means computed by numpy over the inputs, in
@@ -60,6 +79,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--t", type=int, nargs="+", default=None, help="default 50 200 (smoke: 20)")
     ap.add_argument("--bin", default="build/release/bin")
+    ap.add_argument("--peers-python", default="bench/.venv-peers/bin/python",
+                    help="the interpreter with Cubed (bench/peers-env.sh)")
+    ap.add_argument("--no-cubed", action="store_true", help="leave Cubed out")
     ap.add_argument("--dir", default="build/bench/quadratic_means")
     P.add_arguments(ap)
     args = ap.parse_args()
@@ -67,11 +89,24 @@ def main():
     plane = (98, 192) if args.smoke else (987, 1920)
     allowed = "64MB" if args.smoke else "2GB"
     d = os.path.abspath(args.dir)
+    peers_py = os.path.abspath(args.peers_python)
+    names = ("strata", "dask") + (() if args.no_cubed else ("cubed",))
+    if not args.no_cubed:
+        probe = subprocess.run([peers_py, "-c", "import cubed; print(cubed.__version__)"],
+                               capture_output=True, text=True) \
+            if os.path.exists(peers_py) else None
+        if probe is None or probe.returncode != 0:
+            sys.exit(f"quadratic_means.py: error: {peers_py} cannot run Cubed: make it with "
+                     "bench/peers-env.sh, or leave Cubed out with --no-cubed")
+        cubed_version = probe.stdout.strip()
     with P.Bench("quadratic_means", args, scratch=d,
                  description="mean(u*u), mean(v*v), mean(u*v) over axis 0, Strata against "
                              "Dask") as b:
         b.doc["dask_script"] = DASK.strip()
         b.doc["dask_defaults"] = P.dask_defaults()
+        if not args.no_cubed:
+            b.doc["cubed_script"] = CUBED.strip()
+            b.doc["packages"] = {"cubed": cubed_version}
         for t in ts:
             u = os.path.join(d, f"u{t}.zarr")
             v = os.path.join(d, f"v{t}.zarr")
@@ -85,14 +120,15 @@ def main():
             state = {"checked": False}
             contenders, outs = [], {}
             for variant in ["user"] + (["prepared"] if args.prepared else []):
-                for name in ("strata", "dask"):
+                for name in (names if variant == "user" else ("strata", "dask")):
                     cname = name if variant == "user" else f"{name} ({variant})"
                     slug = cname.replace(" ", "_").replace("(", "").replace(")", "")
                     out = os.path.join(d, f"out{t}_{slug}.zarr")
                     work = os.path.join(d, f"work_{slug}")
                     argv = ([os.path.join(args.bin, "quadratic_means"), u, v, out,
                              "--allowed-mem", allowed, "--work-dir", work] if name == "strata"
-                            else [sys.executable, "-c", DASK, u, v, out])
+                            else [peers_py, "-c", CUBED, u, v, out, allowed, work]
+                            if name == "cubed" else [sys.executable, "-c", DASK, u, v, out])
 
                     def setup(out=out, work=work, variant=variant):
                         shutil.rmtree(out, ignore_errors=True)
@@ -129,7 +165,7 @@ def main():
                 for out in outs.values():
                     shutil.rmtree(out, ignore_errors=True)
 
-            ratios = [("dask", "strata")]
+            ratios = [("dask", "strata")] + ([] if args.no_cubed else [("cubed", "strata")])
             if args.prepared:
                 ratios.append(("dask (prepared)", "strata (prepared)"))
             case = b.case(f"t={t}", contenders, ratios=ratios,

@@ -215,6 +215,10 @@ def quadratic_tables(doc):
     cs = cases(doc, "t=")
     header = ["t", "strata s", "dask s", "dask / strata time", "strata peak RSS",
               "dask peak RSS", "work_dir bytes"]
+    cubed = any(has(c, "cubed") for c in cs)
+    if cubed:
+        header += ["cubed s", "cubed / strata time", "cubed peak RSS",
+                   "cubed's intermediate bytes (peak)"]
     if prepared(doc):
         header += ["prepared: strata s", "prepared: dask s", "prepared: dask / strata"]
     rows = []
@@ -224,6 +228,10 @@ def quadratic_tables(doc):
                size(median(c, "strata", "peak_rss_bytes")),
                size(median(c, "dask", "peak_rss_bytes")),
                size((summary(c, "strata", "work_peak_bytes") or {}).get("max"))]
+        if cubed:
+            row += [cell(summary(c, "cubed", "wall_s")), cell(ratio(c, "cubed/strata")),
+                    size(median(c, "cubed", "peak_rss_bytes")),
+                    size(median(c, "cubed", "work_peak_bytes"))]
         if prepared(doc):
             row += [cell(summary(c, "strata (prepared)", "wall_s")),
                     cell(summary(c, "dask (prepared)", "wall_s")),
@@ -232,7 +240,9 @@ def quadratic_tables(doc):
     d = cs[0]["describe"] if cs else {}
     title = (f"Quadratic means: u, v float64 (t, {d.get('shape', [0, 0, 0])[1]}, "
              f"{d.get('shape', [0, 0, 0])[2]}), chunks {tuple(d.get('chunks', []))}, "
-             f"allowed_mem {d.get('allowed_mem')}, page cache warm; Dask with its defaults")
+             f"allowed_mem {d.get('allowed_mem')}, page cache warm; Dask with its defaults"
+             + ("; Cubed's processes executor (2 workers) at the same allowed_mem"
+                if cubed else ""))
     return [(title, table(header, rows), cs)]
 
 
@@ -625,7 +635,36 @@ def contract_cell(c, contender="strata"):
 
 
 def weather_tables(doc):
-    cs = cases(doc)
+    out = weather_pipeline_tables(doc)
+    cs = [c for c in cases(doc) if c.get("describe", {}).get("steps") == "cubed"]
+    if cs:
+        rows = []
+        for c in cs:
+            d = c["describe"]
+            rows.append([f"{size(d.get('dataset_bytes'))}: " + " × ".join(
+                             f"{k} {v}" for k, v in (d.get("dims") or {}).items()),
+                         cell(summary(c, "strata", "wall_s")), cell(summary(c, "dask", "wall_s")),
+                         cell(summary(c, "cubed", "wall_s")), cell(ratio(c, "dask/strata")),
+                         cell(ratio(c, "cubed/strata")),
+                         " / ".join(size(median(c, n, "peak_rss_bytes"))
+                                    for n in ("strata", "dask", "cubed")),
+                         size(median(c, "cubed", "work_peak_bytes"))])
+        title = ("The pipeline's steps Cubed can run through xarray (xarray refuses the "
+                 "pointwise sel on any chunked array but Dask's): the same features, wind "
+                 "speed and °C, averaged over every grid point of each field, to Zarr; the "
+                 "same code for all three, opened with each one's chunk manager; Dask's "
+                 "threaded scheduler, Cubed's processes executor (2 workers) at Strata's "
+                 f"allowed_mem {cs[0]['describe'].get('allowed_mem')}")
+        out.append((title, table(["dataset", "strata s", "dask s", "cubed s", "dask / strata",
+                                  "cubed / strata", "peak RSS strata / dask / cubed",
+                                  "Cubed's intermediate bytes (peak)"], rows), cs))
+    return out
+
+
+def weather_pipeline_tables(doc):
+    cs = [c for c in cases(doc) if c.get("describe", {}).get("steps") != "cubed"]
+    if not cs:
+        return []
     cluster = any("dask-cluster" in c.get("contenders", {}) for c in cs)
     header = ["dataset", "strata s", "dask s", "dask / strata time", "strata peak RSS",
               "dask peak RSS", "dask / strata RSS", "memory contract (strata)"]
@@ -668,16 +707,78 @@ def weather_tables(doc):
     return [(title, table(header, rows), cs)]
 
 
+RAY_CONTENDERS = [("threads", "Strata, threads"), ("strata-ray", "Strata, `executor=\"ray\"`"),
+                  ("strata-dask", "Strata, `executor=\"dask\"` (LocalCluster)"),
+                  ("cubed-ray", "Cubed, Ray executor")]
+
+
+def ray_tables(doc):
+    rows = []
+    for c in cases(doc):
+        d = c["describe"]
+        for i, (name, label) in enumerate(RAY_CONTENDERS):
+            if not has(c, name):
+                continue
+            if name == "cubed-ray" and d.get("cubed_refused_ours"):
+                label += f" (at allowed_mem {size(d.get('cubed_allowed_mem'))}: it refuses ours)"
+            if name == "strata-ray":
+                rel = "1.00"
+            elif name == "threads":
+                st = ratio(c, "strata-ray/threads")
+                # strata-ray/threads inverted: threads' time over strata-ray's
+                rel = cell({"median": 1 / st["median"], "min": 1 / st["max"],
+                            "max": 1 / st["min"], "n": st.get("n", 2)}) if st else "–"
+            else:
+                rel = cell(ratio(c, f"{name}/strata-ray"))
+            written = median(c, name, "intermediate_bytes_written")
+            if written is None:
+                written = median(c, name, "work_peak_bytes")
+            rows.append([workload_name({**d, "workload": c["case"],
+                                        "allowed_mem": size(d["allowed_mem"])})
+                         if i == 0 else "", label, cell(summary(c, name, "wall_s")), rel,
+                         size(written)])
+    title = ("Strata's ray executor against threads, the dask executor and Cubed's Ray "
+             "executor, one local Ray instance (as many CPUs as cores, Ray's default object "
+             "store) and one 2-worker LocalCluster started before the reps; source warm")
+    return [(title, table(["workload", "contender", "s", "time / strata-ray",
+                           "intermediate bytes written"], rows), cases(doc))]
+
+
+def coordinator_tables(doc):
+    cs = cases(doc)
+    rows = []
+    for c in cs:
+        n = c["describe"]["blocks"]
+        for name in c.get("contenders", {}):
+            rows.append([f"{n:,}", name, cell(summary(c, name, "wall_s")),
+                         cell(summary(c, name, "plan_s")),
+                         cell(summary(c, name, "us_per_block"), digits=1),
+                         size(median(c, name, "peak_rss_bytes")),
+                         cell(summary(c, name, "bytes_per_block"), digits=1, spread=False)
+                         if name != "dask" else "–",
+                         cell(ratio(c, f"dask/{name}")) if name != "dask" and
+                         ratio(c, f"dask/{name}") else "–"])
+    title = ("The coordinator's cost per block: sum(ones((N,), chunks=(1,))), N blocks of one "
+             "float64 (Strata through its C++ API, `bench/coordinator_scale.cc`, 2 workers; "
+             "Dask: `da.ones(N, chunks=1).sum().compute()` on its threaded scheduler, up to "
+             "10^5 blocks); wall time of the whole process, µs of compute per block, the "
+             "process tree's peak RSS and, for Strata, the coordinator's RSS growth per block")
+    return [(title, table(["blocks", "contender", "s", "plan s", "compute µs per block",
+                           "peak RSS", "RSS bytes per block", "dask / strata time"],
+                          rows), cs)] if cs else []
+
+
 RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "quadratic_means": quadratic_tables, "rechunk": rechunk_tables,
              "processes": processes_tables, "mpi": mpi_tables, "mpi_hosts": mpi_hosts_tables,
              "s3_copy": s3_tables,
              "climate_ops": climate_tables, "weather_pipeline": weather_tables,
              "python_overhead": python_tables, "sharding": sharding_tables,
-             "dask_rechunk": dask_rechunk_tables}
+             "dask_rechunk": dask_rechunk_tables, "coordinator_scale": coordinator_tables,
+             "ray_rechunk": ray_tables}
 ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "mpi_hosts",
          "s3_copy", "climate_ops", "weather_pipeline", "sharding", "python_overhead",
-         "dask_rechunk"]
+         "dask_rechunk", "coordinator_scale", "ray_rechunk"]
 
 
 def refuse_reason(doc):

@@ -289,6 +289,65 @@ def test_a_weather_smoke_run_is_refused_unless_draft(tmp_path):
     assert "DRAFT" in report.render(doc, draft=True)
 
 
+def test_the_steps_cubed_can_run_are_a_table_of_their_own(tmp_path):
+    with fake_bench(tmp_path, "weather_pipeline",
+                    {"strata": 5.0, "dask": 12.5, "cubed": 35.0}) as b:
+        b.doc["dataset"] = {"reused": False}
+        b.case("8GB points", [weather_contender("strata", 900 * 10**6),
+                              weather_contender("dask", 3 * 10**9)],
+               ratios=[("dask", "strata")], describe={"dims": {"lat": 721}, "points": 10})
+        b.case("8GB field means", [weather_contender("strata", 260 * 10**6),
+                                   weather_contender("dask", 340 * 10**6),
+                                   weather_contender("cubed", 550 * 10**6,
+                                                     work_peak_bytes=4.6e9)],
+               ratios=[("dask", "strata"), ("cubed", "strata")],
+               describe={"dims": {"lat": 721}, "steps": "cubed", "allowed_mem": "2GB",
+                         "dataset_bytes": 7_970_000_000})
+    md = report.render(json.load(open(b.out)))
+    assert md.count("| dataset") == 2
+    row = next(l for l in md.splitlines() if l.startswith("| 7.97 GB"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:6] == ["5.00 (5.00–5.00)", "12.50 (12.50–12.50)", "35.00 (35.00–35.00)",
+                          "2.50 (2.50–2.50)", "7.00 (7.00–7.00)"]
+    assert cells[6] == "260 MB / 340 MB / 550 MB" and cells[7] == "4.60 GB"
+    # the pipeline's table holds the pipeline's case only
+    assert sum(1 for l in md.splitlines() if l.startswith("| ") and "10 points" in l) == 1
+
+
+def test_coordinator_table_cells_come_from_the_json(tmp_path):
+    with fake_bench(tmp_path, "coordinator_scale", {"strata threads": 0.2, "dask": 34.0}) as b:
+        b.case("100000 blocks",
+               [with_extra("strata threads", us_per_block=1.8, plan_s=0.004,
+                           bytes_per_block=52.7),
+                with_extra("dask", us_per_block=323.0, plan_s=0.31)],
+               ratios=[("dask", "strata threads")], describe={"blocks": 100000})
+    md = report.render(json.load(open(b.out)))
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in md.splitlines()
+            if l.startswith("| 100,000")]
+    assert rows[0][1:] == ["strata threads", "0.20 (0.20–0.20)", "0.00 (0.00–0.00)",
+                           "1.8 (1.8–1.8)", rows[0][5], "52.7", "170.0 (170.0–170.0)"]
+    assert rows[1][1] == "dask" and rows[1][6:] == ["–", "–"]
+
+
+def test_ray_table_inverts_the_threads_ratio(tmp_path):
+    with fake_bench(tmp_path, "ray_rechunk",
+                    {"threads": 1.0, "strata-ray": 4.0, "cubed-ray": 12.0}) as b:
+        b.case("W1", [with_extra("threads", intermediate_bytes_written=0),
+                      with_extra("strata-ray", intermediate_bytes_written=0),
+                      with_extra("cubed-ray", intermediate_bytes_written=1.5e9)],
+               ratios=[("strata-ray", "threads"), ("cubed-ray", "strata-ray")],
+               describe={"shape": [10000, 10000], "source_chunks": [10000, 1000],
+                         "target_chunks": [1000, 10000], "allowed_mem": 400 * MB,
+                         "cubed_allowed_mem": 500 * MB, "cubed_refused_ours": "too small"})
+    md = report.render(json.load(open(b.out)))
+    rows = {c[1]: c for c in ([x.strip() for x in l.strip("|").split("|")]
+                              for l in md.splitlines() if l.startswith("| "))}
+    assert rows["Strata, threads"][3] == "0.25 (0.25–0.25)"
+    assert rows["Strata, `executor=\"ray\"`"][3] == "1.00"
+    cubed = next(v for k, v in rows.items() if k.startswith("Cubed"))
+    assert "it refuses ours" in cubed[1] and cubed[3] == "3.00 (3.00–3.00)"
+    assert cubed[4] == "1.50 GB"
+
 
 def mpi_hosts_contender(name, **fields):
     """A contender whose run has the process-tree figures of a real one."""

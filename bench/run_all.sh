@@ -2,8 +2,8 @@
 # Runs every benchmark behind the tables of docs/benchmarks.md under the protocol
 # (bench/README.md), in that page's order, then prints the tables. Needs a quiet
 # machine, a release build and scripts/install-deps.sh (it makes the peers'
-# environments itself, bench/peers-env.sh); well over an hour
-# (climate_ops.py and weather_pipeline.py have not been timed on a quiet one).
+# environments itself, bench/peers-env.sh); about two hours on this 2-core VM
+# (bench/README.md gives each script's duration).
 # Stops at the first benchmark that fails (exit 3: not enough undisturbed reps).
 #   bench/run_all.sh            # the figures of docs/benchmarks.md
 #   bench/run_all.sh --smoke    # every script end to end on tiny sizes (~2 min)
@@ -23,8 +23,11 @@ $py bench/climate_ops.py "$@"
 $py bench/weather_pipeline.py "$@"
 $py bench/sharding.py "$@"
 $py bench/python_overhead.py "$@"
+$py bench/dask_rechunk.py "$@"
+$py bench/ray_rechunk.py "$@"
+$py bench/coordinator_scale.py "$@"
 if [[ " $* " == *" --smoke "* ]]; then
-  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,mpi_hosts,s3_copy,climate_ops,weather_pipeline,sharding,python_overhead}.json
+  $py bench/report.py --draft build/bench/smoke/{codec_bench,copy_bench,quadratic_means,rechunk,processes,mpi,mpi_hosts,s3_copy,climate_ops,weather_pipeline,sharding,python_overhead,dask_rechunk,ray_rechunk,coordinator_scale}.json
 else
   $py bench/report.py --all --svg bench/results/rechunk_cliff.svg
 fi

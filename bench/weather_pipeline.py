@@ -180,6 +180,46 @@ assert "strata" not in sys.modules, "the Dask contender imported strata"
 print(json.dumps({"import_s": t1 - t0, "pipeline_s": t2 - t1, "output": output}))
 '''
 
+# The steps of the pipeline Cubed can run through xarray, the same code for
+# every contender (--cubed-case): xarray refuses the pointwise sel on every
+# chunked array but Dask's ("Vectorized indexing is not supported"), and the
+# group-by needs the points' labels, so Cubed's case is the features averaged
+# over every grid point of each field. Written with operators only (not
+# np.hypot: Cubed's arrays take no numpy ufuncs); the data hold no NaN
+# (skipna=False). engine: strata, dask (threaded scheduler) or cubed (its
+# processes executor, 2 workers, allowed_mem Strata's, intermediates in work).
+FIELD = r'''
+import time
+t0 = time.perf_counter()
+import json, os, sys
+engine, src, out, allowed, work = sys.argv[1:6]
+if engine != "strata":  # the peers without strata's package (xarray lists chunk managers)
+    sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or ".", "strata"))]
+import xarray as xr
+def field_means(ds):
+    feats = xr.Dataset({"wind_speed": (ds.u10 * ds.u10 + ds.v10 * ds.v10) ** 0.5,
+                        "t2m_celsius": ds.t2m - 273.15})
+    return feats.mean(["lat", "lon"], skipna=False)
+if __name__ == "__main__":
+    kw, said = {}, {}
+    if engine == "strata":
+        import strata
+        kw = dict(chunked_array_type="strata",
+                  from_array_kwargs={"spec": strata.Spec(work_dir=work, allowed_mem=allowed)})
+    elif engine == "cubed":
+        import cubed, cubed_xarray
+        spec = cubed.Spec(work_dir=work, allowed_mem=allowed, executor_name="processes",
+                          executor_options={"max_workers": 2})
+        kw = dict(chunked_array_type="cubed", from_array_kwargs={"spec": spec})
+        said = {"cubed": cubed.__version__}
+    t1 = time.perf_counter()
+    field_means(xr.open_zarr(src, **kw)).to_zarr(out, mode="w", zarr_format=2)
+    t2 = time.perf_counter()
+    if engine != "strata":
+        assert "strata" not in sys.modules, "a peer imported strata"
+    print(json.dumps({"import_s": t1 - t0, "pipeline_s": t2 - t1, **said}))
+'''
+
 # The outputs agree with Strata's: Zarr read back by xarray, or Parquet read
 # by pandas as rows sorted by the dimensions (Dask's to_dask_dataframe keeps
 # them as columns, Strata's to_parquet as the index).
@@ -201,8 +241,8 @@ else:
     a = a.transpose(*b.dims)
     xr.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
     err = max(float(np.nanmax(np.abs(a[k].values - b[k].values))) for k in b.data_vars)
-    print(f"agree (xr.testing.assert_allclose rtol 1e-5 atol 1e-4; {a.sizes['country']} "
-          f"countries, variables {sorted(b.data_vars)}, max abs difference {err:.3g})")
+    print(f"agree (xr.testing.assert_allclose rtol 1e-5 atol 1e-4; sizes {dict(a.sizes)}, "
+          f"variables {sorted(b.data_vars)}, max abs difference {err:.3g})")
 '''
 
 
@@ -259,6 +299,71 @@ def contract_note(runs):
             "allowed_mem": runs[0]["extra"].get("allowed_mem") if runs else None}
 
 
+def cubed_case(b, args, py, env, dask_env, src, ds, size, allowed, work_dir, made):
+    """The second case: FIELD (the steps Cubed can run) on strata, dask and
+    Cubed, in the same protocol."""
+    peers_py = os.path.abspath(args.peers_python)
+    probe = subprocess.run([peers_py, "-c", "import json, cubed, cubed_xarray; "
+                            "print(json.dumps({'cubed': cubed.__version__, 'cubed-xarray': "
+                            "getattr(cubed_xarray, '__version__', None)}))"],
+                           capture_output=True, text=True) if os.path.exists(peers_py) else None
+    if probe is None or probe.returncode != 0:
+        why = "it does not exist" if probe is None else \
+            (probe.stderr.strip().splitlines() or ["?"])[-1]
+        raise SystemExit(f"weather_pipeline.py: error: {peers_py} cannot run Cubed ({why}): "
+                         "make it with bench/peers-env.sh, or leave the case out with "
+                         "--no-cubed-case")
+    b.doc.setdefault("packages", {}).update(json.loads(probe.stdout))
+    # The peers' interpreter runs without strata's package on its path.
+    peers_env = dict(dask_env)
+    contenders, outs = [], {}
+    for name in ("strata", "dask", "cubed"):
+        out = os.path.join(work_dir, f"field-{name}.zarr")
+        work = os.path.join(work_dir, f"field-work-{name}")
+        made += [out, work]
+        argv = [peers_py if name == "cubed" else py, "-c", FIELD, name, src, out,
+                str(ds["allowed_mem_bytes"]), work]
+
+        def setup(out=out, work=work):
+            P.remove_path(out)
+            P.clear_dir(work)
+            P.warm(src)
+
+        def finish(run, done, work=work):
+            lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+            if lines:
+                run["extra"].update(json.loads(lines[-1]))
+            run["extra"]["work_after_bytes"] = P.tree_bytes(work)
+
+        contenders.append(P.Contender(name, argv, env={"strata": env, "dask": dask_env,
+                                                       "cubed": peers_env}[name],
+                                      setup=setup, finish=finish, label=name,
+                                      watch_dirs={"work": work}))
+        outs[name] = out
+    checks = {}
+
+    def after_rep(slot, rep):
+        if checks:
+            return
+        for name in ("dask", "cubed"):
+            r = subprocess.run([py, "-c", CHECK, outs["strata"], outs[name]],
+                               capture_output=True, text=True, env=env)
+            checks[f"strata vs {name}"] = (r.stdout.strip() if r.returncode == 0 else
+                                           f"FAILED: {r.stderr.strip()[-500:]}")
+        P.log(f"  checks: {checks}")
+
+    case = b.case(f"{size} features, mean over lat x lon (the steps Cubed can run)",
+                  contenders, ratios=[("dask", "strata"), ("cubed", "strata")],
+                  ratio_keys=("wall_s", "peak_rss_bytes"), after_rep=after_rep,
+                  describe={"size": size, "size_bytes": ds["size_bytes"],
+                            "dims": ds.get("dims", {}), "steps": "cubed",
+                            "dataset_bytes": ds.get("dataset_bytes"),
+                            "allowed_mem": allowed, "output": "zarr",
+                            "dataset_reused": ds["reused"]})
+    case["checks"] = checks
+    b.doc["scripts"]["field"] = FIELD.strip()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--size-gb", type=float, default=None,
@@ -277,6 +382,11 @@ def main():
                          "of the same size instead of generating it again")
     ap.add_argument("--no-cluster", action="store_true",
                     help="leave out the dask-cluster contender")
+    ap.add_argument("--no-cubed-case", action="store_true",
+                    help="leave out the second case: the steps Cubed can run (features, mean "
+                         "over lat x lon) on strata, dask and Cubed")
+    ap.add_argument("--peers-python", default="bench/.venv-peers/bin/python",
+                    help="the interpreter with Cubed and cubed-xarray (bench/peers-env.sh)")
     ap.add_argument("--python", default="build/release/python",
                     help="the build tree's package directory (PYTHONPATH of the contenders)")
     ap.add_argument("--dir", default="build/bench/weather_pipeline",
@@ -413,6 +523,11 @@ def main():
                 s = "strata" if v == "user" else f"strata ({v})"
                 case.setdefault("memory_contract", {})[s] = contract_note(
                     [rep["runs"][s] for rep in case["reps"]])
+            if cluster is not None:  # idle, its processes would count as other work
+                cluster.stop()
+                cluster = None
+            if not args.no_cubed_case:
+                cubed_case(b, args, py, env, dask_env, src, ds, size, allowed, work_dir, made)
     finally:
         if cluster is not None:
             cluster.stop()
