@@ -332,6 +332,33 @@ def test_hooks_called_as_xarray_calls_them(pair):
                            new_axis=3, chunks=w.chunks + ((2,),)))
     with pytest.raises(NotImplementedError, match="contractions"):
         ours.blockwise(np.sum, "i", u, "ijk", dtype=np.float64)
+    # new_axes and adjust_chunks (an int, a callable), as Dask takes them
+    same(ours.blockwise(lambda a: np.stack([a, -a], axis=-1), "ijkl", u, "ijk",
+                        new_axes={"l": 2}, dtype=np.float64),
+         theirs.blockwise(lambda a: np.stack([a, -a], axis=-1), "ijkl", w, "ijk",
+                          new_axes={"l": 2}, dtype=np.float64))
+    same(ours.blockwise(lambda a: a.sum(axis=1, keepdims=True), "ijk", u, "ijk",
+                        adjust_chunks={"j": 1}, dtype=np.float64),
+         theirs.blockwise(lambda a: a.sum(axis=1, keepdims=True), "ijk", w, "ijk",
+                          adjust_chunks={"j": 1}, dtype=np.float64))
+    same(ours.blockwise(lambda a: np.repeat(a, 2, axis=2), "ijk", u, "ijk",
+                        adjust_chunks={"k": lambda n: 2 * n}, dtype=np.float64),
+         theirs.blockwise(lambda a: np.repeat(a, 2, axis=2), "ijk", w, "ijk",
+                          adjust_chunks={"k": lambda n: 2 * n}, dtype=np.float64))
+    with pytest.raises(NotImplementedError, match="regular"):
+        ours.blockwise(lambda a: a, "ijk", u, "ijk", dtype=np.float64,
+                       adjust_chunks={"j": (1,) * (len(u.chunks[1]) - 1) + (5,)})
+    with pytest.raises(ValueError, match="new_axes index 'j'"):
+        ours.blockwise(lambda a: a, "ijk", u, "ijk", new_axes={"j": 2}, dtype=np.float64)
+    with pytest.raises(ValueError, match=r"output indices \['l'\]"):
+        ours.blockwise(lambda a: a, "ijkl", u, "ijk", dtype=np.float64)
+    # map_blocks over arrays of different numbers of dimensions: aligned on
+    # the right, as Dask broadcasts them
+    lon = ds.lon.values
+    same(ours.map_blocks(lambda a, b: a * b, u, strata.asarray(lon, chunks=u.chunks[2][0]),
+                         dtype=np.float64),
+         theirs.map_blocks(lambda a, b: a * b, w,
+                           dask.array.from_array(lon, chunks=w.chunks[2][0]), dtype=np.float64))
     assert ours.get_auto_chunk_size() >= 1 << 20
     assert ours.array_api is strata
     assert ours.normalize_chunks("auto", shape=(10, 4), dtype=np.float64) == ((10,), (4,))

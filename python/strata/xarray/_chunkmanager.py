@@ -83,6 +83,26 @@ def _name(what, func):
     return f"{what}-{getattr(func, '__name__', type(func).__name__)}"
 
 
+def _adjusted(rule, sizes, index):
+    """Dask's adjust_chunks for one index: an int (every block that size), a
+    callable (of each block's size) or a tuple (one size per block), checked
+    to be regular as strata's blocks are."""
+    if callable(rule):
+        new = tuple(int(rule(n)) for n in sizes)
+    elif isinstance(rule, (int, np.integer)):
+        new = (int(rule),) * len(sizes)
+    else:
+        new = tuple(int(n) for n in rule)
+        if len(new) != len(sizes):
+            raise ValueError(f"strata chunk manager: blockwise: adjust_chunks[{index!r}] gives "
+                             f"{len(new)} sizes for {len(sizes)} blocks")
+    if any(n < 1 for n in new) or any(n != new[0] for n in new[:-1]) or new[-1] > new[0]:
+        raise NotImplementedError(f"strata chunk manager: blockwise: adjust_chunks[{index!r}] "
+                                  f"gives blocks {new}; strata's blocks are regular (all the same "
+                                  f"size but a shorter last one)")
+    return new
+
+
 def _map_shaped(fn, arrays, dtype, out_chunk, out_shape, name):
     """strata.map_blocks whose output blocks have the shape `out_chunk`
     (one size per axis) except where the inputs' last blocks are short,
@@ -239,10 +259,25 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         arrays, positions = self._array_args(args, "map_blocks")
         if dtype is None:
             raise ValueError("strata chunk manager: map_blocks needs the output dtype (dtype=)")
-        ndim = arrays[0].ndim
-        if any(a.ndim != ndim for a in arrays):
-            raise NotImplementedError("strata chunk manager: map_blocks over arrays of different "
-                                      "numbers of dimensions is not supported")
+        # Arrays of fewer dimensions are aligned on the right, as Dask (and
+        # numpy's broadcasting) does: size-1 axes in front, dropped again
+        # before func sees their blocks.
+        ndim = max(a.ndim for a in arrays)
+        lead = [ndim - a.ndim for a in arrays]
+        arrays = [strata.reshape(a, (1,) * k + tuple(a.shape)) if k else a
+                  for a, k in zip(arrays, lead)]
+        if any(lead):
+            if drop_axis not in (None, [], ()) or new_axis not in (None, [], ()):
+                raise NotImplementedError("strata chunk manager: map_blocks over arrays of "
+                                          "different numbers of dimensions with drop_axis or "
+                                          "new_axis is not supported")
+            # Blocks that correspond: the first full-length array's block
+            # size along every axis.
+            size = [next((a.chunks[ax][0] for a in arrays if a.shape[ax] != 1), 1)
+                    for ax in range(ndim)]
+            arrays = [a if all(n == 1 or c[0] == k for c, n, k in zip(a.chunks, a.shape, size))
+                      else a.rechunk(tuple(1 if n == 1 else k for n, k in zip(a.shape, size)))
+                      for a in arrays]
         drop = _axes(drop_axis, ndim, "map_blocks drop_axis") if drop_axis not in (None, [], ()) \
             else ()
         out_ndim = ndim - len(drop)
@@ -256,10 +291,21 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         call = functools.partial(func, **kwargs) if kwargs else func
         args = list(args)
 
+        ones = [tuple(n == 1 for n in a.shape) for a in arrays]
+
+        def own(b, k, one):
+            # strata hands every input its block broadcast to the output's;
+            # func gets the array's own block, as from Dask: the added
+            # leading axes dropped, its length-1 axes kept at length 1
+            if not k and not any(one):
+                return b
+            return b[tuple(0 if ax < k else slice(0, 1) if one[ax] else slice(None)
+                           for ax in range(b.ndim))]
+
         def call_on(blocks, bid):
             full = list(args)
-            for i, b in zip(positions, blocks):
-                full[i] = b
+            for i, b, k, one in zip(positions, blocks, lead, ones):
+                full[i] = own(b, k, one)
             return call(*full, block_id=bid) if block_id else call(*full)
 
         name = _name("map_blocks", func)
@@ -327,14 +373,17 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         corresponding block of each array, its axes in the array's own
         order, arrays lacking some output indices broadcast along them.
         Every input index must be an output index (contractions, which Dask
-        concatenates, are refused, as are adjust_chunks and new_axes)."""
+        concatenates, are refused). new_axes {index: size}: output indices
+        no input has, one block of that size. adjust_chunks {index: int,
+        callable or tuple}: func's blocks along that index have the new
+        sizes (strata's blocks are regular: every block but a shorter last
+        one the same size)."""
         if dtype is None and meta is not None:
             dtype = np.asarray(meta).dtype
         if dtype is None:
             raise ValueError("strata chunk manager: blockwise needs the output dtype (dtype=)")
-        if adjust_chunks or new_axes:
-            raise NotImplementedError("strata chunk manager: blockwise with adjust_chunks or "
-                                      "new_axes is not supported")
+        new_axes = dict(new_axes or {})
+        adjust_chunks = dict(adjust_chunks or {})
         if len(args) % 2:
             raise ValueError("strata chunk manager: blockwise takes (array, index) pairs after "
                              "out_ind")
@@ -373,6 +422,18 @@ class StrataChunkManager(ChunkManagerEntrypoint):
             literal.append((True, None))
         if not arrays:
             raise TypeError("strata chunk manager: blockwise needs a strata array argument")
+        given = {i for (_, ind) in pairs if ind is not None for i in ind}
+        for i, n in new_axes.items():
+            if i not in out_ind or i in given:
+                raise ValueError(f"strata chunk manager: blockwise: new_axes index {i!r} must be "
+                                 f"an output index that no input has")
+            if not isinstance(n, (int, np.integer)) or n < 1:
+                raise ValueError(f"strata chunk manager: blockwise: new_axes[{i!r}] must be a "
+                                 f"positive int (one block), got {n!r}")
+        missing = [i for i in out_ind if i not in given and i not in new_axes]
+        if missing:
+            raise ValueError(f"strata chunk manager: blockwise: output indices {missing!r} are "
+                             f"in no input and not in new_axes")
         call = functools.partial(func, **kwargs) if kwargs else func
 
         def on_blocks(*blocks):
@@ -389,8 +450,22 @@ class StrataChunkManager(ChunkManagerEntrypoint):
                 kept = [pos for pos in range(len(out_ind)) if pos not in lacking]
                 full.append(np.transpose(blk, [kept.index(p) for p in own]))
             return np.asarray(call(*full), dtype=dtype)
-        return strata.map_blocks(on_blocks, *arrays, dtype=dtype,
-                                 name=name or _name("blockwise", func))
+        name = name or _name("blockwise", func)
+        if not new_axes and not adjust_chunks:
+            return strata.map_blocks(on_blocks, *arrays, dtype=dtype, name=name)
+        # The output's blocks: the inputs' (broadcast) except where adjusted.
+        in_chunks = [max((a.chunks[pos] for a in arrays if len(a.chunks[pos]) > 1
+                          or a.shape[pos] > 1), key=len, default=(1,))
+                     for pos in range(len(out_ind))]
+        out_chunk, out_shape = [], []
+        for pos, i in enumerate(out_ind):
+            sizes = (new_axes[i],) if i in new_axes else tuple(in_chunks[pos])
+            if i in adjust_chunks:
+                sizes = _adjusted(adjust_chunks[i], sizes, i)
+            out_chunk.append(max(sizes))
+            out_shape.append(int(sum(sizes)))
+        return _map_shaped(lambda *blocks, block_id=None: on_blocks(*blocks), arrays, dtype,
+                           out_chunk, out_shape, name)
 
     def unify_chunks(self, *args, **kwargs):
         """xr.unify_chunks and xarray.map_blocks (structure/chunks.py):
