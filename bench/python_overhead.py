@@ -60,7 +60,7 @@ NUMPY_QM = r'''
 import sys, numpy as np, zarr
 u = zarr.open(sys.argv[1], mode="r")[...]; v = zarr.open(sys.argv[2], mode="r")[...]
 m = np.stack([(u * u).mean(axis=0), (v * v).mean(axis=0), (u * v).mean(axis=0)])
-zarr.save_array(sys.argv[3], m, chunks=(1,) + m.shape[1:])
+zarr.create_array(sys.argv[3], data=m, chunks=(1,) + m.shape[1:], overwrite=True)
 '''
 
 PY_RECHUNK = r'''
@@ -80,7 +80,8 @@ da.from_zarr(sys.argv[1]).rechunk(chunks).to_zarr(sys.argv[2], overwrite=True)
 NUMPY_RECHUNK = r'''
 import sys, zarr
 a = zarr.open(sys.argv[1], mode="r")[...]
-zarr.save_array(sys.argv[2], a, chunks=tuple(int(c) for c in sys.argv[3].split(",")))
+zarr.create_array(sys.argv[2], data=a, chunks=tuple(int(c) for c in sys.argv[3].split(",")),
+                  overwrite=True)
 '''
 
 PY_PLAN = r'''

@@ -521,7 +521,7 @@ def sharding_tables(doc):
                      f"{size(median(c, sharded, 'peak_rss_bytes'))} / "
                      f"{size(median(c, unsharded, 'peak_rss_bytes'))}"])
     d = cs[0]["describe"] if cs else {}
-    title = (f"Sharded Zarr v3 writes (issue 17): the seed array {tuple(d.get('shape', []))} "
+    title = (f"Sharded Zarr v3 writes: the seed array {tuple(d.get('shape', []))} "
              f"float64 in chunks {tuple(d.get('source_chunks', []))}, into shards "
              f"{tuple(d.get('shards', []))} of inner chunks {tuple(d.get('inner_chunks', []))} "
              "against the unsharded v3 write of the same run; page cache warm. Goal: sharded / "
@@ -558,7 +558,7 @@ def python_tables(doc):
                                 for k in ("cpp", "python", "dask", "numpy")) + " MB"])
     out = []
     if work:
-        out.append(("Python against C++ (issue 15): the same workload through `import strata`, "
+        out.append(("Python against C++: the same workload through `import strata`, "
                     "the C++ API or CLI, Dask and zarr-python + numpy; page cache warm; peers "
                     "with their defaults. Goal: python / C++ ≤ 1.05",
                     table(["workload", "C++ s", "python s", "python / C++", "dask s",
@@ -587,26 +587,32 @@ def dask_rechunk_tables(doc):
         d = c["describe"]
         threads = sorted(set((d.get("cluster") or {}).get("threads", {}).values())) or ["?"]
         rows = []
+        # "dask-tasks": the name of Dask's contender in runs against Dask
+        # 2022.12, whose only method was tasks
+        dask = "dask" if has(c, "dask") else "dask-tasks"
+        methods = sorted({r["runs"][dask]["extra"].get("rechunk_method", "")
+                          for r in c.get("reps", []) if dask in r["runs"]} - {""})
+        method = "/".join(methods) or ("tasks" if dask == "dask-tasks" else "its default method")
         for name, label in (("strata-dask", 'strata, `executor="dask"`'),
-                            ("dask-tasks", "dask `rechunk` (tasks)")):
+                            (dask, f"dask `rechunk` ({method})")):
             if not has(c, name):
                 continue
             spill = max((summary(c, name, k) or {}).get("max") or 0
                         for k in ("dask_local_peak_bytes", "intermediate_bytes_written"))
             rows.append([label, cell(summary(c, name, "wall_s")),
-                         cell(ratio(c, "dask-tasks/strata-dask")) if name == "strata-dask"
+                         cell(ratio(c, f"{dask}/strata-dask")) if name == "strata-dask"
                          else "–",
                          cell(summary(c, name, "helper_cpu_s"), digits=1),
                          cell(summary(c, name, "worker_peak_rss_bytes"), MB, 0) + " MB",
                          size(spill)])
-        rss = ratio(c, "dask-tasks/strata-dask:worker_peak_rss_bytes")
-        out.append((f"The `dask` executor (issue 20): W4 ({d['shape'][0]}² float64, "
+        rss = ratio(c, f"{dask}/strata-dask:worker_peak_rss_bytes")
+        out.append((f"The `dask` executor: W4 ({d['shape'][0]}² float64, "
                     f"{tuple(d['source_chunks'])} → {tuple(d['target_chunks'])}, allowed_mem "
                     f"{size(d['allowed_mem'])}, blosc source) on a `LocalCluster` of "
                     f"{len((d.get('cluster') or {}).get('threads', {})) or '?'} worker "
                     f"processes × {'/'.join(map(str, threads))} thread on 127.0.0.1, against "
-                    f"Dask's own `rechunk` on the same cluster (Dask 2022.12 has no "
-                    f"`method=\"p2p\"` for arrays: `tasks` is its best)"
+                    f"Dask's own `rechunk` on the same cluster, with the method Dask picks "
+                    f"there by default"
                     + (f"; Dask's worker peak RSS is {cell(rss)}× Strata's" if rss else ""),
                     table(["contender", "s", "dask / strata", "cluster CPU s",
                            "peak RSS per worker", "spilled or intermediate bytes"], rows), [c]))
@@ -693,7 +699,7 @@ def weather_pipeline_tables(doc):
         rows.append(row)
     d = cs[0]["describe"] if cs else {}
     ds = doc.get("dataset") or {}
-    title = (f"Weather-features pipeline (issue 37, `examples/weather_pipeline.py`, verbatim "
+    title = (f"Weather-features pipeline (`examples/weather_pipeline.py`, verbatim "
              f"through xarray's API): u10, v10, t2m float32, one field per chunk; nearest points "
              f"with a country label, wind speed and °C, mean by country over the points, to "
              f"{d.get('output', 'zarr')}; allowed_mem {d.get('allowed_mem')}, page cache warm, "
@@ -702,7 +708,7 @@ def weather_pipeline_tables(doc):
              f" (untimed); Dask with its defaults (threads"
              + ("; dask-cluster: a 2-worker LocalCluster, peak RSS of the client process only"
                 if cluster else "") +
-             "). Issue 37's goal: dask / strata time ≥ 5, strata's peak RSS lower, every task "
+             "). Goal: dask / strata time ≥ 5, strata's peak RSS lower, every task "
              "measured ≤ projected ≤ allowed")
     return [(title, table(header, rows), cs)]
 
