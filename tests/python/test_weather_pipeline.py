@@ -225,6 +225,17 @@ def test_pipeline_xarray_to_zarr_into_an_s3_store(s3_env, local_archive, spec, e
     means.to_zarr(f"{prefix}/means2.zarr", storage_options=options)
     back = xr.open_zarr(f"{prefix}/means2.zarr", storage_options=options).compute()
     xr.testing.assert_allclose(back.transpose(*expected.dims), expected, rtol=RTOL, atol=ATOL)
+    # Opened through s3fs, the stored variables are read by strata's S3
+    # reader: the pointwise selection (vindex) reads the stored chunks its
+    # points fall in itself, and no block goes through xarray's backend
+    # (whose read, one op, runs every block).
+    ds = xr.open_zarr(f"{prefix}/ifs.zarr", storage_options=options,
+                      chunked_array_type="strata", from_array_kwargs={"spec": spec})
+    for name in ("u10", "v10", "t2m"):
+        kinds = [op["op"] for op in strata.plan(ds[name].data).to_dict()["ops"]]
+        assert kinds == ["from_zarr"], (name, kinds)
+    xr.testing.assert_allclose(pipeline(ds).compute().transpose(*expected.dims), expected,
+                               rtol=RTOL, atol=ATOL)
 
 
 def test_pipeline_to_parquet(where, spec, expected, tmp_path):

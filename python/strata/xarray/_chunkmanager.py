@@ -190,8 +190,16 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         if not _strata_dtype(dtype):
             return np.asarray(data)
         stored = _stored_zarr_array(data)
+        x = None
         if stored is not None:
-            x = strata.from_zarr(stored, spec=spec)
+            try:
+                x = strata.from_zarr(stored, spec=spec)
+            except (ValueError, OSError, NotImplementedError):
+                if not stored.startswith("s3://"):
+                    raise
+                # metadata strata's reader refuses (a codec it lacks): the
+                # backend reads it, as any other store
+        if x is not None and x.dtype == dtype and tuple(x.shape) == tuple(data.shape):
             wanted = self.normalize_chunks(chunks, shape=x.shape, dtype=x.dtype)
             return x if wanted == x.chunks else x.rechunk(wanted)
         return self._lazy_read(data, DTYPES[dtype.name], chunks, spec)
@@ -760,18 +768,20 @@ def _zarr_writes(source, target, region):
                              extra_mem=2 * block_bytes, name="store-zarr-python")
 
 
-def _strata_url(target):
+def _strata_url(target, reading=False):
     """Where strata's own Zarr writer can write the zarr-python 3 array
-    xarray created: a LocalStore's directory, or the s3:// URL (with the
+    xarray created (or, reading, where strata's reader can read the one
+    xarray opened): a LocalStore's directory, or the s3:// URL (with the
     endpoint and region as its query) of an FsspecStore over s3fs whose
     settings strata's S3 store takes the same way; None for anything else
-    (zarr-python writes those, _zarr_writes)."""
+    (zarr-python writes those, _zarr_writes; xarray's backend reads them)."""
     try:
         return _zarr_array_url(target)
     except NotImplementedError:
         pass
     store = getattr(target, "store", None)
-    if type(store).__name__ != "FsspecStore" or getattr(store, "read_only", False):
+    if type(store).__name__ != "FsspecStore" or \
+            (getattr(store, "read_only", False) and not reading):
         return None
     fs = getattr(store, "fs", None)
     protocol = getattr(fs, "protocol", None)
@@ -834,10 +844,11 @@ def _s3_query(options):
 
 
 def _stored_zarr_array(data):
-    """The local path of the Zarr array behind one of xarray's lazy backend
-    arrays, when the variable is that array as stored (xarray's wrappers
-    and nothing else: no CF decoding, no selection; the dtype unchanged),
-    else None. Read by strata.from_zarr, the array is a source op: a
+    """Where strata's reader finds the Zarr array behind one of xarray's
+    lazy backend arrays (a local path, or an s3:// URL for s3fs settings
+    strata's S3 store takes alike: _strata_url), when the variable is that
+    array as stored (xarray's wrappers and nothing else: no CF decoding, no
+    selection; the dtype unchanged), else None. Read by strata.from_zarr, the array is a source op: a
     pointwise selection reads only the chunks its points fall in, where a
     read through the backend (_lazy_read) is one op whose every block runs."""
     from xarray.backends.zarr import ZarrArrayWrapper
@@ -859,10 +870,7 @@ def _stored_zarr_array(data):
     z = a._array
     if np.dtype(z.dtype) != np.dtype(data.dtype) or tuple(z.shape) != tuple(data.shape):
         return None
-    try:
-        return _zarr_array_url(z)
-    except NotImplementedError:   # not in a local directory: read through the backend
-        return None
+    return _strata_url(z, reading=True)
 
 
 def _constants_bound(func, signature, args, vectorize):
