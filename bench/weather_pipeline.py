@@ -2,11 +2,13 @@
 """The weather-features pipeline of issue 37, verbatim through xarray's API:
 Strata (its chunk manager) against xarray + Dask 2026 (the threaded
 scheduler, and a 2-worker LocalCluster on 127.0.0.1) in the same reps,
-under the protocol of bench/README.md.
+under the protocol of bench/README.md; then the steps Cubed can run through
+xarray on Strata, Dask and Cubed (FIELD below).
 
     .venv/bin/python bench/weather_pipeline.py [--size-gb 8] [--points 5000]
         [--output zarr|parquet] [--allowed-mem 2GB]
-        [--work-dir /tmp/strata-bench-weather] [--keep-data]
+        [--work-dir /tmp/strata-bench-weather] [--keep-data] [--no-cluster]
+        [--no-cubed-case] [--peers-python bench/.venv-peers/bin/python]
         [--python build/release/python] [--dir build/bench/weather_pipeline]
         [--reps 5] [--prepared] [--out bench/results/weather_pipeline.json]
     .venv/bin/python bench/weather_pipeline.py --smoke      (--size-gb 0.05, 1 rep)
@@ -181,10 +183,10 @@ print(json.dumps({"import_s": t1 - t0, "pipeline_s": t2 - t1, "output": output})
 '''
 
 # The steps of the pipeline Cubed can run through xarray, the same code for
-# every contender (--cubed-case): xarray refuses the pointwise sel on every
-# chunked array but Dask's ("Vectorized indexing is not supported"), and the
-# group-by needs the points' labels, so Cubed's case is the features averaged
-# over every grid point of each field. Written with operators only (not
+# every contender (the second case; --no-cubed-case leaves it out): xarray
+# refuses the pointwise sel on every chunked array but Dask's ("Vectorized
+# indexing is not supported"), and the group-by needs the points' labels, so
+# Cubed's case is the features averaged over every grid point of each field. Written with operators only (not
 # np.hypot: Cubed's arrays take no numpy ufuncs); the data hold no NaN
 # (skipna=False). engine: strata, dask (threaded scheduler) or cubed (its
 # processes executor, 2 workers, allowed_mem Strata's, intermediates in work).
