@@ -67,14 +67,23 @@ def _check_running(client, what):
                          f"executor 'dask' needs a running one")
 
 
-def _workers(client, what):
-    try:
-        workers = client.scheduler_info()["workers"]
-    except Exception as e:
-        raise ValueError(f"{what}: cannot reach the Dask scheduler: {e}") from e
-    if not workers:
-        raise ValueError(f"{what}: the Dask cluster has no workers")
-    return workers
+def _workers(client, what, wait_s=10.0):
+    """The cluster's workers, asked of the scheduler now. (Client.scheduler_info
+    answers from a cache when the request fails, and distributed 2026's cache
+    holds no workers: a loaded scheduler read as an empty cluster.) A cluster
+    with none is waited for up to wait_s, as a nanny restarts a killed worker."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            info = client.sync(client.scheduler.identity, n_workers=-1)
+            workers = dict(info.get("workers") or {})
+        except Exception as e:
+            raise ValueError(f"{what}: cannot reach the Dask scheduler: {e}") from e
+        if workers:
+            return workers
+        if time.monotonic() >= deadline:
+            raise ValueError(f"{what}: the Dask cluster has no workers")
+        time.sleep(0.2)
 
 
 def _fallback_memory():

@@ -257,7 +257,7 @@ class _Run:
             finished = self._collect()
         finally:
             if not finished:
-                self._cancel()
+                self._stop()
             # Dropping the references frees the run's objects; the workers
             # keep the plans of their latest few computes (_external.host).
             self.outputs.clear()
@@ -325,14 +325,34 @@ class _Run:
             return
         raise error
 
+    def _stop(self, settle_s=30.0):
+        """After a failure, the tasks already submitted are let finish (those
+        downstream of the failed one fail at once on their input), up to
+        settle_s; only what is left then, or everything on Ctrl-C, is
+        cancelled. ray.cancel races with a task's completion in Ray 2.60:
+        cancelling a task whose reply is on its way aborts the calling
+        process (task_manager.cc: "Tried to complete task that was not
+        pending"), seen with force=False too, under load, on a failed
+        compute's cancel."""
+        refs = list(self.pending)
+        if refs and not self.run.cancelled:
+            try:
+                ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=settle_s,
+                                         fetch_local=False)
+                if len(ready) == len(refs):
+                    return
+            except Exception:
+                pass
+        self._cancel()
+
     def _cancel(self):
-        """Stops what still runs (a failure or Ctrl-C) and waits for it, so
-        that no task writes into the run's directory or prefix after the
-        calling process removed them. Not force=True: killing the workers
-        raced with their tasks' completion and aborted the calling process
-        in Ray 2.60 (task_manager.cc: "Tried to complete task that was not
-        pending"). A queued task is dropped; a running one ends when its
-        engine call returns (it cannot be interrupted inside C++ anyway)."""
+        """Stops what still runs (Ctrl-C, or a failure whose tasks did not
+        settle) and waits for it, so that no task writes into the run's
+        directory or prefix after the calling process removed them. Not
+        force=True: killing the workers raced with their tasks' completion
+        and aborted the calling process in Ray 2.60 (see _stop). A queued
+        task is dropped; a running one ends when its engine call returns (it
+        cannot be interrupted inside C++ anyway)."""
         ray = self.ray
         refs = list(self.pending)
         for ref in refs:
