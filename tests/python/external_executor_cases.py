@@ -20,6 +20,40 @@ import strata
 DATA = np.random.default_rng(20).random((48, 40))
 
 
+@pytest.fixture
+def threads_spec(tmp_path):
+    """The threads executor every external executor's output is compared with."""
+    return strata.Spec(work_dir=tmp_path / "threads-work", allowed_mem="100MB",
+                       reserved_mem="1MB", workers=2)
+
+
+class Events(strata.Callback):
+    """Every task's end event and the compute's summary."""
+
+    def __init__(self):
+        self.tasks = []
+        self.summary = None
+
+    def on_task_end(self, event):
+        self.tasks.append(event)
+
+    def on_compute_end(self, event):
+        self.summary = event.summary
+
+
+def same_bytes(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+def both(build, spec, threads_spec, **kwargs):
+    """build(spec) computed on the external executor's spec and on threads,
+    byte for byte the same; returns the external executor's result."""
+    external = build(spec).compute(**kwargs)
+    same_bytes(external, build(threads_spec).compute())
+    return external
+
+
 def _wrong_shape(spec, tmp_path):
     x = strata.asarray(DATA, chunks=(12, 10), spec=spec)
     return strata.map_blocks(lambda blk, block_id=None: blk[:1] if block_id == (3, 2) else blk, x)

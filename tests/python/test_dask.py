@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import strata
-from external_executor_cases import DATA, ERROR_CASES, assert_error_matches_threads
+from external_executor_cases import (DATA, ERROR_CASES, Events,  # noqa: F401
+                                     assert_error_matches_threads, both, same_bytes,
+                                     threads_spec)
 
 distributed = pytest.importorskip("distributed")
 
@@ -41,36 +43,6 @@ def dask_spec(client, tmp_path):
     return strata.Spec(executor="dask", client=client, work_dir=tmp_path / "dask-work",
                        allowed_mem="100MB", reserved_mem="1MB")
 
-
-@pytest.fixture
-def threads_spec(tmp_path):
-    return strata.Spec(work_dir=tmp_path / "threads-work", allowed_mem="100MB",
-                       reserved_mem="1MB", workers=2)
-
-
-class Events(strata.Callback):
-    def __init__(self):
-        self.tasks = []
-        self.summary = None
-
-    def on_task_end(self, event):
-        self.tasks.append(event)
-
-    def on_compute_end(self, event):
-        self.summary = event.summary
-
-
-def same_bytes(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert a.tobytes() == b.tobytes()
-
-
-def both(build, dask_spec, threads_spec, **kwargs):
-    """build(spec) computed on dask and on threads."""
-    on_dask = build(dask_spec).compute(**kwargs)
-    on_threads = build(threads_spec).compute()
-    same_bytes(on_dask, on_threads)
-    return on_dask
 
 
 def test_spec_defaults_come_from_the_cluster(client, dask_spec):

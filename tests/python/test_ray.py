@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 
 import strata
-from external_executor_cases import DATA, ERROR_CASES, assert_error_matches_threads
+from external_executor_cases import (DATA, ERROR_CASES, Events,  # noqa: F401
+                                     assert_error_matches_threads, both, same_bytes,
+                                     threads_spec)
 
 ray = pytest.importorskip("ray")
 
@@ -118,36 +120,6 @@ def ray_spec(instance, tmp_path):
     return strata.Spec(executor="ray", work_dir=tmp_path / "ray-work", allowed_mem="100MB",
                        reserved_mem="1MB")
 
-
-@pytest.fixture
-def threads_spec(tmp_path):
-    return strata.Spec(work_dir=tmp_path / "threads-work", allowed_mem="100MB",
-                       reserved_mem="1MB", workers=2)
-
-
-class Events(strata.Callback):
-    def __init__(self):
-        self.tasks = []
-        self.summary = None
-
-    def on_task_end(self, event):
-        self.tasks.append(event)
-
-    def on_compute_end(self, event):
-        self.summary = event.summary
-
-
-def same_bytes(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert a.tobytes() == b.tobytes()
-
-
-def both(build, ray_spec, threads_spec, **kwargs):
-    """build(spec) computed on ray and on threads."""
-    on_ray = build(ray_spec).compute(**kwargs)
-    on_threads = build(threads_spec).compute()
-    same_bytes(on_ray, on_threads)
-    return on_ray
 
 
 def owned_objects():
