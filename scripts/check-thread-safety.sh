@@ -52,6 +52,8 @@ for e in entries:
     keep, i = [], 0
     while i < len(args):
         a = args[i]
+        if a == "-include" and args[i + 1].endswith("cmake_pch.hxx"):
+            i += 2; continue  # GCC's precompiled header; the file includes it anyway
         if a in ("-isystem", "-I", "-D", "-include"):
             keep += [a, args[i + 1]]; i += 2; continue
         if a.startswith(("-D", "-I", "-std=")):
