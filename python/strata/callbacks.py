@@ -59,6 +59,9 @@ class TaskEndEvent:
     attempts: int
     worker: int
     num_tasks: int = 1
+    # Not run: nothing needs its block (a resumed run's finished work, or a
+    # block no reader reads), reported so that progress reaches the end.
+    skipped: bool = False
 
 
 @dataclass

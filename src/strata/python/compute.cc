@@ -93,6 +93,7 @@ class PythonCallback : public Callback {
       d["worker_rss"] = e.worker_rss;
       d["attempts"] = e.attempts;
       d["worker"] = e.worker;
+      d["skipped"] = e.skipped;
       return d;
     });
   }

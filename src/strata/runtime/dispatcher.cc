@@ -176,7 +176,7 @@ Status Dispatcher::MakeRunDir(bool create) {
 }
 
 Status Dispatcher::SkipPrunedTasks() {
-  pruned_ = PrunedTasks::ForResume(plan_);
+  pruned_ = PrunedTasks::ForRun(plan_);
   if (!pruned_) return Status::Ok();
   Status first;
   TaskFigures figures;

@@ -8,7 +8,7 @@
 //   Prepare     pools and results, the store targets, one tier per
 //               intermediate (the memory tier is the executor's own:
 //               MakeMemoryTier), the TaskRunner and the Scheduler; on a
-//               resumed run, the tasks it need not run (SkipPrunedTasks)
+//               resumed run or a partial reader, the tasks it need not run (SkipPrunedTasks)
 //   RunTasks    worker loops: ask the Scheduler for an attempt, run it
 //               (RunAttempt: here, in a worker process, on a rank), report
 //               the outcome, erase dead blocks, commit finished stores
@@ -131,7 +131,8 @@ class Dispatcher {
   Status OpenTargets(bool commit_empty);
   // One tier per op that has one, and the TaskRunner.
   Status MakeTiers();
-  // Resume: finds the tasks this run need not run (pruned_tasks.h; call
+  // Finds the tasks this run need not run (a resumed run's finished work,
+  // blocks nothing reads: PrunedTasks::ForRun; call
   // after OpenTargets, before the first task) and reports each as a skipped
   // task: op start, task end, and for an op none of whose tasks run, its
   // end and (a store) its commit. Sets pruned_ (null: nothing pruned).
@@ -189,7 +190,7 @@ class Dispatcher {
   // executor chose).
   std::vector<ArrayView> result_views_;
   std::unique_ptr<TaskRunner> runner_;
-  // Tasks a resumed run does not run; set by SkipPrunedTasks, then read-only.
+  // Tasks this run does not run; set by SkipPrunedTasks, then read-only.
   std::shared_ptr<const PrunedTasks> pruned_;
 
   Mutex mu_;

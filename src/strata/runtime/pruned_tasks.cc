@@ -112,6 +112,43 @@ std::shared_ptr<const PrunedTasks> PrunedTasks::ForResume(const Plan& plan) {
   });
 }
 
+namespace {
+
+// Whether every block of `producer` along each axis is read by the map:
+// then (the blocks read being the product of the per-axis lists) every
+// block of it is read by some consumer block.
+bool ReadsEveryBlock(const InputMap& map) {
+  for (const AxisMap& a : map.axes) {
+    if (a.is_identity()) continue;
+    for (Index k = 0; k < a.num_input_blocks(); ++k) {
+      const bool read = a.kind() == AxisMap::Kind::kFixed ? a.IsRead(k)
+                                                          : a.ConsumersOf(k).size() > 0;
+      if (!read) return false;
+    }
+  }
+  return true;
+}
+
+bool SomeBlockIsUnread(const Plan& plan) {
+  for (const PlannedOp& op : plan.ops()) {
+    if (!op.runs_tasks()) continue;
+    for (const Dependency& d : op.dependencies) {
+      if (!ReadsEveryBlock(d.map)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<const PrunedTasks> PrunedTasks::ForRun(const Plan& plan) {
+  if (std::shared_ptr<const PrunedTasks> resumed = ForResume(plan)) return resumed;
+  if (!SomeBlockIsUnread(plan)) return nullptr;
+  // No target chunk is complete: every leaf runs, and what is pruned is
+  // what no running task reads.
+  return Compute(plan, [](const PlannedOp&, std::span<const Index>) { return false; });
+}
+
 Index PrunedTasks::NextLive(int op, Index block) const {
   const std::vector<bool>& bits = pruned_[op];
   if (bits.empty()) return block;

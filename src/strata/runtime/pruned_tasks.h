@@ -1,4 +1,5 @@
-// PrunedTasks: the tasks of a plan that a resumed run need not run at all.
+// PrunedTasks: the tasks of a plan that a run need not run at all: a
+// resumed run's finished work, and blocks that nothing reads (ForRun).
 //
 // A rerun after an interruption finds some target chunks already complete
 // (ZarrTarget::BlockDone): their store tasks have nothing to do. Nor has any
@@ -22,8 +23,8 @@
 //
 // Computed once per run, before any task runs, in one pass over the ops in
 // reverse dependency order: one bit per task, and the input blocks of each
-// task that runs are visited once. Only a resumed run pays for it (Compute
-// is not called when no target found a complete chunk).
+// task that runs are visited once. Only a resumed run, or a plan where some
+// consumer reads part of its producer, pays for it.
 //
 // Thread-safety: immutable after Compute; read from any thread.
 #ifndef STRATA_RUNTIME_PRUNED_TASKS_H_
@@ -50,6 +51,14 @@ class PrunedTasks {
   // The tasks of a resumed run: its store targets' complete chunks are the
   // done leaves. Call after every target is open; null when none resumed.
   static std::shared_ptr<const PrunedTasks> ForResume(const Plan& plan);
+
+  // The tasks of any run that nothing needs: a resumed run's (ForResume),
+  // and the blocks of an intermediate that no consumer reads, transitively
+  // (a pointwise selection reads a few blocks of the op before it: the
+  // rest of that op, and of the elementwise ops that feed it, need not run).
+  // The pass runs only when some dependency leaves blocks of its producer
+  // unread (a per-axis check); null when nothing is pruned.
+  static std::shared_ptr<const PrunedTasks> ForRun(const Plan& plan);
 
   // Whether task (op, block) is pruned (op: a task-running op's index).
   bool pruned(int op, Index block) const {

@@ -71,5 +71,41 @@ TEST(PrunedTasksTest, AResultIsNeverPruned) {
   }));
 }
 
+// A consumer that reads blocks 1 and 2 (of 4) of an elementwise op, as a
+// pointwise selection does: on a fresh run (no target resumed) the
+// elementwise op's blocks 0 and 3 are pruned, and nothing else.
+TEST(PrunedTasksTest, AFreshRunPrunesTheBlocksNoReaderReads) {
+  auto u = SourceNode({40, 100}, {10, 100}, DTypeId::kFloat64);
+  auto uu = ElementwiseNode({u, u}, "multiply");
+  Node pick;
+  pick.op_name = "pick";
+  pick.kind = NodeKind::kBlockwise;
+  pick.shape = {20, 100};
+  pick.dtype = uu->dtype;
+  pick.grid = *ChunkGrid::Regular(pick.shape, {10, 100});
+  pick.inputs = {uu};
+  pick.maps = {InputMap{{AxisMap::Table(0, {{1}, {2}}, 4), AxisMap::Identity(1, 1)}}};
+  pick.fn = testing_util::NotRunHere();
+  auto picked = MakeNode(std::move(pick));
+  PlanOptions options;
+  options.disabled_passes.insert("fuse");  // the product materialized, as before a gather
+  auto plan = PlanOf({StoreNode(picked)}, PlanSpec(64 << 20), options);
+  ASSERT_TRUE(plan);
+  const PlannedOp* product = plan->Find(uu.get());
+  ASSERT_NE(product, nullptr);
+  ASSERT_TRUE(product->runs_tasks()) << plan->ToText();
+  auto pruned = PrunedTasks::ForRun(*plan);
+  ASSERT_TRUE(pruned);
+  EXPECT_TRUE(pruned->pruned(product->index, 0));
+  EXPECT_FALSE(pruned->pruned(product->index, 1));
+  EXPECT_FALSE(pruned->pruned(product->index, 2));
+  EXPECT_TRUE(pruned->pruned(product->index, 3));
+  EXPECT_EQ(pruned->total(), 2);
+  // Every block read: the per-axis check finds nothing to prune.
+  auto whole = PlanOf({StoreNode(ElementwiseNode({uu}, "negative"))}, PlanSpec(64 << 20), options);
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(PrunedTasks::ForRun(*whole));
+}
+
 }  // namespace
 }  // namespace strata
