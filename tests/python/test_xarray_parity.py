@@ -247,6 +247,13 @@ def test_ffill_bfill_through_the_scan(pair, computes):
         xr.testing.assert_allclose(backward.compute(), ds.t.bfill(dim, limit=limit))
     with pytest.raises(ValueError, match="'depth' is not a dimension"):
         on_strata.strata.ffill("depth")
+    # xarray's own ffill/bfill hand a non-Dask array to bottleneck whole:
+    # refused before anything is computed, naming the lazy spelling.
+    computes.reset()
+    for method in ("ffill", "bfill"):
+        with pytest.raises(NotImplementedError, match=r"ds\.strata\.ffill\(dim\)"):
+            getattr(on_strata, method)("time")
+    assert computes.n == 0
 
 
 def test_compute_load_persist_values(pair, computes):
@@ -424,6 +431,47 @@ def test_pointwise_sel_reads_only_the_chunks_of_its_points(tmp_path):
     (values,) = strata.compute(got.data, callbacks=[h])
     assert h.ok and len(h.tasks) <= 3, [t["op"] for t in h.tasks]
     np.testing.assert_allclose(values, ds.t.sel(lat=lats, lon=lons, method="nearest").values)
+
+
+@pytest.mark.parametrize("encoding", [
+    {"dtype": "int16", "scale_factor": 0.01, "add_offset": 280.0, "_FillValue": -32768},
+    {"dtype": "int16", "_FillValue": -1},            # masked only: float32 out
+    {"dtype": "int8", "_Unsigned": "true", "_FillValue": -1},  # stored signed, read unsigned
+])
+def test_cf_decoded_variables_are_zarr_reads_too(tmp_path, encoding):
+    """Packed variables (scale and offset, integer fill values, _Unsigned)
+    are strata's Zarr reads followed by xarray's own decoding functions
+    block by block: the values are xarray's exactly, NaN where the fill
+    was, and the pointwise selection still reads only its points' chunks."""
+    ds = dataset()
+    t = ds.t.values.copy()
+    if encoding["dtype"] == "int8":
+        t = np.clip(np.round(t - t.min()), 0, 250)
+    elif "scale_factor" not in encoding:
+        t = np.round(t * 10)
+    t[0, 0, :3] = np.nan
+    ds = ds.assign(t=(ds.t.dims, t))
+    path = str(tmp_path / "packed.zarr")
+    ds.to_zarr(path, encoding={"t": {**encoding, "chunks": (12, 1, 1)}})
+    expected = xr.open_zarr(path).compute()
+    lazy = xr.open_zarr(path, chunked_array_type="strata")
+    kinds = [op["op"] for op in strata.plan(lazy.t.data).to_dict()["ops"]]
+    assert kinds[0] == "from_zarr" and set(kinds[1:]) == {"cf-decode"}, kinds
+    got = lazy.compute()
+    xr.testing.assert_identical(got, expected)
+    assert got.t.dtype == expected.t.dtype and np.isnan(got.t.values[0, 0, :3]).all()
+    lats = xr.DataArray([-42.0, 25.0, 26.0], dims="point")
+    lons = xr.DataArray([30.0, 60.0, 61.0], dims="point")
+    h = strata.HistoryCallback()
+    (values,) = strata.compute(lazy.t.sel(lat=lats, lon=lons, method="nearest").data,
+                               callbacks=[h])
+    # The decoding's blocks that no point reads are not run (reported as
+    # skipped, so that progress reaches the end).
+    ran = [t["op"] for t in h.tasks if not t["skipped"]]
+    assert h.ok and len(ran) <= 3 * len(set(kinds)), ran
+    assert len(h.tasks) - len(ran) >= 70, len(h.tasks)
+    np.testing.assert_array_equal(values,
+                                  expected.t.sel(lat=lats, lon=lons, method="nearest").values)
 
 
 def test_weather_pipeline_verbatim_against_dask(tmp_path, spec, computes):

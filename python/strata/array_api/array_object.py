@@ -188,6 +188,35 @@ def _flox_is_calling():
     return frame.f_code is code
 
 
+_PUSH_REFUSED = (
+    "xarray's ffill/bfill would compute the whole array in this process: xarray fills a "
+    "chunked array lazily only when it is Dask's (duck_array_ops.push) and gives any other "
+    "array to bottleneck or numbagg whole; use ds.strata.ffill(dim) / ds.strata.bfill(dim), "
+    "which fill block by block within allowed_mem")
+
+
+def _xarray_push_is_calling():
+    """True when xarray's in-memory forward fill (duck_array_ops._push, which
+    hands the array to bottleneck.push or numbagg.ffill) is converting an
+    Array: it would compute it whole in this process. xarray is looked up
+    only if already imported."""
+    ops = sys.modules.get("xarray.core.duck_array_ops")
+    code = getattr(getattr(ops, "_push", None), "__code__", None)
+    if code is None:
+        return False
+    try:
+        frame = sys._getframe(2)  # 0: here, 1: __array__, 2: whoever converts
+    except ValueError:
+        return False
+    for _ in range(4):  # bottleneck (C) converts in _push itself; numbagg a call or two below
+        if frame is None:
+            return False
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _ArrayBase:
     """strata.Array's base. Empty: it exists so that strata.xarray can add
     xarray's ExplicitlyIndexed protocol to Array's bases when it is imported
@@ -468,6 +497,8 @@ class Array(_ArrayBase):
                 "function element by element in this process; use strata.apply_gufunc(func, "
                 "signature, x, vectorize=True), which runs it block by block on the workers "
                 "(xarray's apply_ufunc(..., vectorize=True) calls numpy.vectorize)")
+        if _xarray_push_is_calling():
+            raise NotImplementedError(_PUSH_REFUSED)
         a = self.compute()
         return a if dtype is None else a.astype(dtype, copy=False)
 

@@ -192,13 +192,16 @@ class StrataChunkManager(ChunkManagerEntrypoint):
         stored = _stored_zarr_array(data)
         x = None
         if stored is not None:
+            url, decoding = stored
             try:
-                x = strata.from_zarr(stored, spec=spec)
+                x = strata.from_zarr(url, spec=spec)
             except (ValueError, OSError, NotImplementedError):
-                if not stored.startswith("s3://"):
+                if not url.startswith("s3://"):
                     raise
                 # metadata strata's reader refuses (a codec it lacks): the
                 # backend reads it, as any other store
+            if x is not None and decoding:
+                x = _decoded(x, decoding)
         if x is not None and x.dtype == dtype and tuple(x.shape) == tuple(data.shape):
             wanted = self.normalize_chunks(chunks, shape=x.shape, dtype=x.dtype)
             return x if wanted == x.chunks else x.rechunk(wanted)
@@ -844,17 +847,23 @@ def _s3_query(options):
 
 
 def _stored_zarr_array(data):
-    """Where strata's reader finds the Zarr array behind one of xarray's
-    lazy backend arrays (a local path, or an s3:// URL for s3fs settings
-    strata's S3 store takes alike: _strata_url), when the variable is that
-    array as stored (xarray's wrappers and nothing else: no CF decoding, no
-    selection; the dtype unchanged), else None. Read by strata.from_zarr, the array is a source op: a
-    pointwise selection reads only the chunks its points fall in, where a
-    read through the backend (_lazy_read) is one op whose every block runs."""
+    """(url, decoding) for the Zarr array behind one of xarray's lazy backend
+    arrays, else None. url: where strata's reader finds it (a local path, or
+    an s3:// URL for s3fs settings strata's S3 store takes alike:
+    _strata_url). decoding: xarray's CF decoding of the variable (masking
+    fill values, scale and offset, signedness), as a list of (func, dtype)
+    from the stored array outwards, each elementwise (xarray's
+    lazy_elemwise_func); empty when the variable is the array as stored.
+    Anything else between them (a selection, another wrapper): None. Read
+    by strata.from_zarr, the array is a source op read by the engine (C++,
+    no GIL) where a read through the backend (_lazy_read) is a Python
+    function per block."""
     from xarray.backends.zarr import ZarrArrayWrapper
+    from xarray.coding.common import _ElementwiseFunctionArray
     from xarray.core.indexing import (CopyOnWriteArray, ImplicitToExplicitIndexingAdapter,
                                       LazilyIndexedArray, MemoryCachedArray)
     a = data
+    decoding = []
     while True:
         if isinstance(a, (ImplicitToExplicitIndexingAdapter, CopyOnWriteArray,
                           MemoryCachedArray)):
@@ -863,14 +872,44 @@ def _stored_zarr_array(data):
             if any(k != slice(None) for k in a.key.tuple):
                 return None
             a = a.array
+        elif isinstance(a, _ElementwiseFunctionArray):
+            decoding.append((a.func, np.dtype(a.dtype)))
+            a = a.array
         else:
             break
     if not isinstance(a, ZarrArrayWrapper):
         return None
     z = a._array
-    if np.dtype(z.dtype) != np.dtype(data.dtype) or tuple(z.shape) != tuple(data.shape):
+    decoding.reverse()
+    stored_dtype = decoding[-1][1] if decoding else np.dtype(z.dtype)
+    if stored_dtype != np.dtype(data.dtype) or tuple(z.shape) != tuple(data.shape):
         return None
-    return _strata_url(z, reading=True)
+    url = _strata_url(z, reading=True)
+    return (url, decoding) if url is not None else None
+
+
+def _decoded(x, decoding):
+    """x (the stored array) with xarray's CF decoding applied block by block:
+    each function is elementwise, so a block of the result is the function
+    of the same block of x; a pointwise selection after it runs only the
+    blocks its points fall in (the engine prunes the others: PrunedTasks)."""
+    for func, dtype in decoding:
+        if not _strata_dtype(dtype):
+            return None
+        x = strata.map_blocks(_Elementwise(func), x, dtype=DTYPES[dtype.name],
+                              name="cf-decode")
+    return x
+
+
+class _Elementwise:
+    """One of xarray's CF decoding functions on a block (a picklable
+    callable, for the dask executor)."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def __call__(self, block):
+        return np.ascontiguousarray(self.func(block))
 
 
 def _constants_bound(func, signature, args, vectorize):
