@@ -39,7 +39,9 @@ Contenders, every one a fresh process:
 Figures besides the protocol's: the compute's summary for Strata
 (intermediate bytes written, peak held), Cubed's intermediate bytes (what
 its work_dir holds after the run, or the polled peak if more), the peak RSS of the largest Ray
-process during the run (VmHWM; the node's processes are this machine's), and
+process during the run (VmHWM; the node's processes are this machine's), the
+node's peak: the summed PSS of the Ray instance's processes, sampled every
+50 ms (NodeSampler; add the driver's peak RSS for the whole node), and
 the bytes written under the work dirs (polled). Ratios per rep:
 strata-ray/threads, strata-dask/strata-ray, cubed-ray/strata-ray. Never
 pass/fail.
@@ -50,10 +52,12 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dask_rechunk as dr  # noqa: E402
 import protocol as P  # noqa: E402
+import pss_tree  # noqa: E402
 import rechunk as rb  # noqa: E402
 
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
@@ -131,11 +135,42 @@ class RayCluster:
                     f.write("5")  # resets VmHWM to the current RSS
             except OSError:
                 pass
+        if getattr(self, "node", None):
+            self.node.stop.set()  # a failed run's
+        self.node = NodeSampler(self.proc.pid)
+        self.node.start()
 
     def peaks(self):
         hwm = [dr.proc_field(pid, "status", "VmHWM") or 0
                for pid in P.process_tree(self.proc.pid)]
-        return {"ray_process_peak_rss_bytes": max(hwm, default=0)}
+        self.node.stop.set()
+        self.node.join()
+        return {"ray_process_peak_rss_bytes": max(hwm, default=0),
+                "ray_node_peak_pss_bytes": self.node.peak}
+
+
+class NodeSampler(threading.Thread):
+    """The node's memory during a run: the peak over samples (every 50 ms) of
+    the summed PSS of the Ray instance's processes (GCS, raylet with the
+    object store's shared memory, the workers, counted once however many
+    map a page). With the driver's peak RSS (the protocol's peak_rss_bytes)
+    it bounds what the run took from the machine, Ray's one node."""
+
+    def __init__(self, root):
+        super().__init__(daemon=True)
+        self.root = root
+        self.peak = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while True:
+            total = 0
+            for pid in pss_tree.tree(self.root):
+                r = pss_tree.rollup(pid)
+                total += r["Pss"] if r else 0
+            self.peak = max(self.peak, total)
+            if self.stop.wait(0.05):
+                return
 
 
 def workload(name, size):
@@ -259,7 +294,8 @@ def main():
 
                 case = b.case(
                     name if not size else f"{name}-{size}", contenders, ratios=ratios,
-                    ratio_keys=("wall_s", "peak_rss_bytes", "ray_process_peak_rss_bytes"),
+                    ratio_keys=("wall_s", "peak_rss_bytes", "ray_process_peak_rss_bytes",
+                                "ray_node_peak_pss_bytes"),
                     after_rep=after_rep,
                     helper_pids=ray_cluster.helper_pids + dask_cluster.helper_pids,
                     describe={"shape": shape, "source_chunks": src_chunks,

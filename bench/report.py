@@ -739,15 +739,23 @@ def ray_tables(doc):
             written = median(c, name, "intermediate_bytes_written")
             if written is None:
                 written = median(c, name, "work_peak_bytes")
+            compute = (cell(summary(c, name, "seconds"))
+                       if name != "cubed-ray" and summary(c, name, "seconds") else "–")
+            node = median(c, name, "ray_node_peak_pss_bytes")
+            node = (size(node + median(c, name, "peak_rss_bytes"))
+                    if node is not None and name in ("strata-ray", "cubed-ray") else "–")
             rows.append([workload_name({**d, "workload": c["case"],
                                         "allowed_mem": size(d["allowed_mem"])})
                          if i == 0 else "", label, cell(summary(c, name, "wall_s")), rel,
-                         size(written)])
+                         compute, node, size(written)])
     title = ("Strata's ray executor against threads, the dask executor and Cubed's Ray "
              "executor, one local Ray instance (as many CPUs as cores, Ray's default object "
-             "store) and one 2-worker LocalCluster started before the reps; source warm")
-    return [(title, table(["workload", "contender", "s", "time / strata-ray",
-                           "intermediate bytes written"], rows), cases(doc))]
+             "store) and one 2-worker LocalCluster started before the reps; source warm. "
+             "s: the whole process (connecting to the cluster included); compute s: "
+             "Strata's compute alone, as its summary gives it; node peak: the Ray "
+             "processes' summed PSS (sampled every 50 ms) plus the driver's peak RSS")
+    return [(title, table(["workload", "contender", "s", "time / strata-ray", "compute s",
+                           "node peak", "intermediate bytes written"], rows), cases(doc))]
 
 
 def coordinator_tables(doc):

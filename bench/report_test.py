@@ -333,7 +333,8 @@ def test_ray_table_inverts_the_threads_ratio(tmp_path):
     with fake_bench(tmp_path, "ray_rechunk",
                     {"threads": 1.0, "strata-ray": 4.0, "cubed-ray": 12.0}) as b:
         b.case("W1", [with_extra("threads", intermediate_bytes_written=0),
-                      with_extra("strata-ray", intermediate_bytes_written=0),
+                      with_extra("strata-ray", intermediate_bytes_written=0, seconds=3.5,
+                                 ray_node_peak_pss_bytes=500 * MB),
                       with_extra("cubed-ray", intermediate_bytes_written=1.5e9)],
                ratios=[("strata-ray", "threads"), ("cubed-ray", "strata-ray")],
                describe={"shape": [10000, 10000], "source_chunks": [10000, 1000],
@@ -346,7 +347,12 @@ def test_ray_table_inverts_the_threads_ratio(tmp_path):
     assert rows["Strata, `executor=\"ray\"`"][3] == "1.00"
     cubed = next(v for k, v in rows.items() if k.startswith("Cubed"))
     assert "it refuses ours" in cubed[1] and cubed[3] == "3.00 (3.00–3.00)"
-    assert cubed[4] == "1.50 GB"
+    assert cubed[6] == "1.50 GB" and cubed[4] == "–"
+    ray = rows["Strata, `executor=\"ray\"`"]
+    # compute s from the summary; the node: Ray's PSS plus the driver's RSS
+    value, unit = ray[5].split()
+    assert ray[4] == "3.50 (3.50–3.50)" and (float(value) > 500 if unit == "MB" else unit == "GB")
+    assert rows["Strata, threads"][5] == "–"
 
 
 def mpi_hosts_contender(name, **fields):
