@@ -23,7 +23,7 @@ Operations, each along time:
   diff     difference of consecutive days, to Zarr   Dask: da.diff(x, axis=0),
            rechunked to regular chunks (its to_zarr refuses irregular ones)
 Strata is bench/climate_ops.cc over the public C++ API (allowed_mem 2GB,
-workers = the available cores); Dask is Debian's 2022.12 as its users run it
+workers = the available cores); Dask is the lock's (2026.8) as its users run it
 (threaded scheduler, default worker count). Inputs are warm for both (read once
 before each run). After the first kept rep the two results are compared: the
 checksum of the non-NaN values for results in memory, the Zarr outputs with
