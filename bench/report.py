@@ -790,7 +790,11 @@ RENDERERS = {"codec_bench": codec_tables, "copy_bench": copy_tables,
              "python_overhead": python_tables, "sharding": sharding_tables,
              "dask_rechunk": dask_rechunk_tables, "coordinator_scale": coordinator_tables,
              "ray_rechunk": ray_tables}
-ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "processes", "mpi", "mpi_hosts",
+# rechunk_cliff: the cliff (W5) alone, `bench/rechunk.py --workloads W5 --out
+# bench/results/rechunk_cliff.json`, when W1/W4 against the peers and W5 are
+# run apart (a rechunk document with W5 cases renders the cliff either way).
+ORDER = ["codec_bench", "copy_bench", "quadratic_means", "rechunk", "rechunk_cliff", "processes",
+         "mpi", "mpi_hosts",
          "s3_copy", "climate_ops", "weather_pipeline", "sharding", "python_overhead",
          "dask_rechunk", "coordinator_scale", "ray_rechunk"]
 
@@ -929,7 +933,7 @@ def main(argv=None):
             doc = json.load(fh)
         try:
             print(render(doc, draft=args.draft))
-            if args.svg and doc.get("benchmark") == "rechunk":
+            if args.svg and doc.get("benchmark") == "rechunk" and cases(doc, "W5"):
                 cliff_svg(doc, args.svg)
         except Refused as e:
             print(f"report.py: {f}: {e}", file=sys.stderr)
