@@ -896,8 +896,12 @@ def _decoded(x, decoding):
     for func, dtype in decoding:
         if not _strata_dtype(dtype):
             return None
+        # xarray's functions copy the block into the new dtype and build a
+        # mask of the fill values (numpy's memory, not the engine's
+        # buffers): about two output blocks more at their peak.
+        block_bytes = np.dtype(dtype).itemsize * int(np.prod(x.chunksize, dtype=np.int64))
         x = strata.map_blocks(_Elementwise(func), x, dtype=DTYPES[dtype.name],
-                              name="cf-decode")
+                              extra_mem=2 * block_bytes, name="cf-decode")
     return x
 
 
