@@ -60,8 +60,17 @@ def _distributed(what):
     return distributed
 
 
-def _check_running(client, what):
+def _check_running(client, what, wait_s=10.0):
+    """A Client that is (re)connecting to its scheduler gets up to wait_s to
+    be running again (seen in CI: a shared Client briefly "connecting"
+    between two tests); a closed or unconnected one is refused at once. An
+    asynchronous Client is not waited for (its loop is the caller's)."""
     status = getattr(client, "status", None)
+    deadline = time.monotonic() + wait_s
+    while (status in ("connecting", "newly-created") and not getattr(client, "asynchronous", False)
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+        status = getattr(client, "status", None)
     if status != "running":
         raise ValueError(f"{what}: the distributed.Client is {status or 'not connected'}; "
                          f"executor 'dask' needs a running one")

@@ -446,3 +446,28 @@ def test_tasks_run_without_the_gil():
         assert end - start > 0.5, (n, end - start)
         inside = [t for t in ticks if start + 0.1 < t < end - 0.1]
         assert len(inside) > 20, (len(inside), end - start)
+
+
+def test_a_client_reconnecting_is_waited_for_and_a_closed_one_refused():
+    """distributed's Client goes "connecting" while it reconnects to its
+    scheduler (seen in CI between two tests on a shared Client): Spec waits
+    for it to run again instead of refusing it; a closed one is refused."""
+    from strata._dask import _check_running
+
+    class Reconnecting:
+        asynchronous = False
+        calls = 0
+
+        @property
+        def status(self):
+            self.calls += 1
+            return "running" if self.calls > 3 else "connecting"
+
+    _check_running(Reconnecting(), "Spec")
+
+    class Closed:
+        asynchronous = False
+        status = "closed"
+
+    with pytest.raises(ValueError, match="the distributed.Client is closed"):
+        _check_running(Closed(), "Spec", wait_s=0.2)
