@@ -142,79 +142,61 @@ def _inplace(name, symbol):
     return op
 
 
-# numpy.vectorize's methods that convert their arguments with asarray.
-_VECTORIZE_CALLS = ("_vectorize_call", "_vectorize_call_with_signature", "_get_ufunc_and_otypes")
-
-
-def _numpy_vectorize_is_calling():
-    """True when numpy.vectorize is converting an Array (called from
-    __array__): it would compute it whole and loop over its elements in
-    Python, the silent compute strata refuses elsewhere."""
-    source = np.vectorize._vectorize_call.__code__.co_filename
+def _called_from(module, names, depth):
+    """True when one of the `depth` frames above the Array method calling
+    this runs one of `names` (functions of `module`, dotted for methods):
+    a library about to compute a whole Array in this process, refused
+    before anything runs. A module not yet imported is not looked up."""
+    mod = sys.modules.get(module)
+    codes = set()
+    for name in names:
+        obj = mod
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        if getattr(obj, "__code__", None) is not None:
+            codes.add(obj.__code__)
+    if not codes:
+        return False
     try:
-        frame = sys._getframe(2)  # 0: here, 1: __array__, 2: whoever converts
+        frame = sys._getframe(2)  # 0: here, 1: the Array method, 2: its caller
     except ValueError:  # called from C with no Python caller
         return False
-    for _ in range(3):  # numpy's method, or a comprehension inside it
+    for _ in range(depth):
         if frame is None:
             return False
-        code = frame.f_code
-        if code.co_filename == source and code.co_name in _VECTORIZE_CALLS:
+        if frame.f_code in codes:
             return True
         frame = frame.f_back
     return False
 
 
+# numpy.vectorize converts an Array (__array__) to loop over its elements in
+# Python: the whole array computed, the silent compute strata refuses
+# elsewhere. Its methods that convert, called directly or from a
+# comprehension inside them.
+_VECTORIZE = (np.vectorize.__module__, ("vectorize._vectorize_call",
+                                        "vectorize._vectorize_call_with_signature",
+                                        "vectorize._get_ufunc_and_otypes"), 3)
+
+# flox's in-memory group-by (flox.core.chunk_reduce, run on every array flox
+# does not know as Dask or Cubed) reshapes an Array first, then computes it
+# whole and reduces it in this process.
+_FLOX = ("flox.core", ("chunk_reduce",), 1)
 _FLOX_REFUSED = (
     "xarray's group-by through flox cannot run on strata arrays: flox computes any array that "
     "is neither Dask nor Cubed whole in memory (numpy_groupies); use "
     "`with xr.set_options(use_flox=False):` (one grouped strata reduction) or "
     "`ds.strata.groupby(...)`")
 
-
-def _flox_is_calling():
-    """True when flox's in-memory group-by (flox.core.chunk_reduce, which
-    flox runs on every array it does not know as Dask or Cubed) is
-    reshaping an Array: it would go on to compute it whole and reduce it in
-    this process. flox is looked up only if already imported."""
-    core = sys.modules.get("flox.core")
-    code = getattr(getattr(core, "chunk_reduce", None), "__code__", None)
-    if code is None:
-        return False
-    try:
-        frame = sys._getframe(2)  # 0: here, 1: reshape, 2: whoever reshapes
-    except ValueError:
-        return False
-    return frame.f_code is code
-
-
+# xarray's in-memory forward fill (duck_array_ops._push) converts an Array
+# for bottleneck.push (in _push itself) or numbagg.ffill (a call or two
+# below): the whole array computed in this process.
+_XARRAY_PUSH = ("xarray.core.duck_array_ops", ("_push",), 4)
 _PUSH_REFUSED = (
     "xarray's ffill/bfill would compute the whole array in this process: xarray fills a "
     "chunked array lazily only when it is Dask's (duck_array_ops.push) and gives any other "
     "array to bottleneck or numbagg whole; use ds.strata.ffill(dim) / ds.strata.bfill(dim), "
     "which fill block by block within allowed_mem")
-
-
-def _xarray_push_is_calling():
-    """True when xarray's in-memory forward fill (duck_array_ops._push, which
-    hands the array to bottleneck.push or numbagg.ffill) is converting an
-    Array: it would compute it whole in this process. xarray is looked up
-    only if already imported."""
-    ops = sys.modules.get("xarray.core.duck_array_ops")
-    code = getattr(getattr(ops, "_push", None), "__code__", None)
-    if code is None:
-        return False
-    try:
-        frame = sys._getframe(2)  # 0: here, 1: __array__, 2: whoever converts
-    except ValueError:
-        return False
-    for _ in range(4):  # bottleneck (C) converts in _push itself; numbagg a call or two below
-        if frame is None:
-            return False
-        if frame.f_code is code:
-            return True
-        frame = frame.f_back
-    return False
 
 
 class _ArrayBase:
@@ -491,13 +473,13 @@ class Array(_ArrayBase):
             raise ValueError("a strata.Array is lazy and has no memory to share: converting it "
                              "computes a new array, so copy=False cannot be honoured (use "
                              "np.asarray(x) or x.compute())")
-        if _numpy_vectorize_is_calling():
+        if _called_from(*_VECTORIZE):
             raise NotImplementedError(
                 "numpy.vectorize on a strata.Array would compute the whole array and call its "
                 "function element by element in this process; use strata.apply_gufunc(func, "
                 "signature, x, vectorize=True), which runs it block by block on the workers "
                 "(xarray's apply_ufunc(..., vectorize=True) calls numpy.vectorize)")
-        if _xarray_push_is_calling():
+        if _called_from(*_XARRAY_PUSH):
             raise NotImplementedError(_PUSH_REFUSED)
         a = self.compute()
         return a if dtype is None else a.astype(dtype, copy=False)
@@ -548,9 +530,9 @@ class Array(_ArrayBase):
     def reshape(self, *shape, copy=None, order="C"):
         """strata.reshape(x, shape); numpy's x.reshape(2, 3) spelling too, and
         numpy's `order` keyword in its default "C" only. flox's in-memory
-        group-by reshapes here first (see _flox_is_calling): a one-line
+        group-by reshapes here first (see _FLOX): a one-line
         error naming the spellings that stay lazy, before anything runs."""
-        if _flox_is_calling():
+        if _called_from(*_FLOX):
             raise NotImplementedError(_FLOX_REFUSED)
         if order != "C":
             raise ValueError(f"reshape: strata arrays are reshaped in C order only, not "
