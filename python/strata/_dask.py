@@ -60,11 +60,18 @@ def _distributed(what):
     return distributed
 
 
-def _check_running(client, what, wait_s=10.0):
-    """A Client that is (re)connecting to its scheduler gets up to wait_s to
-    be running again (seen in CI: a shared Client briefly "connecting"
-    between two tests); a closed or unconnected one is refused at once. An
-    asynchronous Client is not waited for (its loop is the caller's)."""
+def _check_running(client, what, wait_s=None):
+    """A Client that is (re)connecting to its scheduler is waited for as long
+    as distributed itself goes on trying (the Client's connect timeout,
+    distributed.comm.timeouts.connect: 30 s by default; after it the Client
+    closes itself), then refused. Seen in CI under load: a shared Client
+    "connecting" between two tests for more than the 10 s once allowed. A
+    closed or unconnected one is refused at once; an asynchronous Client is
+    not waited for (its loop is the caller's)."""
+    if wait_s is None:
+        wait_s = getattr(client, "_timeout", None)
+        if not isinstance(wait_s, (int, float)) or wait_s <= 0:
+            wait_s = 30.0
     status = getattr(client, "status", None)
     deadline = time.monotonic() + wait_s
     while (status in ("connecting", "newly-created") and not getattr(client, "asynchronous", False)

@@ -465,6 +465,18 @@ def test_a_client_reconnecting_is_waited_for_and_a_closed_one_refused():
 
     _check_running(Reconnecting(), "Spec")
 
+    class NeverBack:
+        # distributed gives up (and closes the Client) after its timeout:
+        # the wait is that long, not a fixed one.
+        asynchronous = False
+        status = "connecting"
+        _timeout = 0.3
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="the distributed.Client is connecting"):
+        _check_running(NeverBack(), "Spec")
+    assert 0.3 <= time.monotonic() - t0 < 5
+
     class Closed:
         asynchronous = False
         status = "closed"
