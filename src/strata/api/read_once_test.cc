@@ -96,5 +96,60 @@ TEST_P(ReadOnceTest, QuadraticMeansReadEachInputChunkOnce) {
   EXPECT_EQ(std::filesystem::exists(dir.path() + "/work"), false);
 }
 
+// A task whose combine rounds are fused onto the partials folds the leaves
+// one at a time (TaskRunner::FoldGroup): it holds one leaf's source blocks
+// (a block of u and one of v) and a few states, never all the blocks its
+// tree reads, and gives what the partials combined whole give.
+TEST_P(ReadOnceTest, AFusedCombineTreeHoldsOneLeafsBlocksAtATime) {
+  TempDir dir;
+  const Shape shape = {64, 30, 40}, chunks = {8, 30, 40};
+  const int64_t block_bytes = 8 * 30 * 40 * 8;
+  const std::string u_path = dir.path() + "/u.zarr", v_path = dir.path() + "/v.zarr";
+  Write(random::random(shape, chunks, 1), u_path);
+  Write(random::random(shape, chunks, 2), v_path);
+  Spec spec = TestSpec(GetParam(), dir.path() + "/work");
+  // 8 blocks along t merged 4 at a time: two tasks of the first combine
+  // round, each computing (fused) the partials of 4 blocks of u and of v
+  // (one worker: two tasks are enough to fuse into).
+  spec.workers = 1;
+  ReduceOptions by4;
+  by4.split_every = 4;
+  Array u = from_zarr(u_path, spec), v = from_zarr(v_path, spec);
+  Array means =
+      stack({mean(u * u, {0}, by4), mean(v * v, {0}, by4), mean(u * v, {0}, by4)});
+  auto rec = std::make_shared<RecordingCallback>();
+  ComputeOptions options;
+  options.callbacks.push_back(rec);
+  Result<NDArray> got = compute(means, options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  rec->ExpectWithinBudget();
+  // The reference: each input block reduced on its own, the states summed.
+  Result<NDArray> uu = compute(u * u), vv = compute(v * v), uv = compute(u * v);
+  ASSERT_TRUE(uu.ok() && vv.ok() && uv.ok());
+  const auto a = got->values<double>();
+  const auto x = uu->values<double>(), y = vv->values<double>(), z = uv->values<double>();
+  const int64_t plane = 30 * 40;
+  for (int64_t i = 0; i < plane; i += 97) {
+    double s[3] = {0, 0, 0};
+    for (int64_t t = 0; t < 64; ++t) {
+      s[0] += x[t * plane + i];
+      s[1] += y[t * plane + i];
+      s[2] += z[t * plane + i];
+    }
+    for (int m = 0; m < 3; ++m) EXPECT_NEAR(a[m * plane + i], s[m] / 64, 1e-12) << m << " " << i;
+  }
+  // A combine task reads 4 blocks of u and 4 of v: it holds one of each (and
+  // the states, and a strip of scratch), under the bytes of the 8.
+  int64_t peak = 0;
+  std::string tasks;
+  for (const TaskEndEvent& e : rec->events) {
+    tasks += fmt::format("{} {} {}; ", e.op_name, ShapeToString(e.block), e.measured_peak);
+    if (e.op_name.find("combine") != std::string::npos) peak = std::max(peak, e.measured_peak);
+  }
+  SCOPED_TRACE(tasks);
+  EXPECT_GT(peak, 2 * block_bytes);
+  EXPECT_LT(peak, 8 * block_bytes) << "a fused combine tree holds every leaf's blocks";
+}
+
 }  // namespace
 }  // namespace strata

@@ -219,8 +219,29 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     int64_t max_inputs = 1;
     for (int a : axes) max_inputs *= std::min<Index>(split, state.chunks().grid_shape()[a]);
     const int64_t extra = max_inputs * state_block_bytes;  // the gathered copy
+    FoldFunction fold = [kernel, axes, sdt](std::span<const ConstArrayView> states,
+                                            MemoryPool& pool) -> Result<NDArray> {
+      Shape all = states[0].shape();
+      all[axes[0]] = 0;
+      for (const ConstArrayView& s : states) all[axes[0]] += s.shape()[axes[0]];
+      STRATA_ASSIGN_OR_RETURN(NDArray side_by_side, NDArray::Allocate(pool, sdt, all));
+      Index at = 0;
+      for (const ConstArrayView& s : states) {
+        Box part = Box::FromShape(s.shape());
+        part.origin[axes[0]] = at;
+        at += s.shape()[axes[0]];
+        CopyArray(s, side_by_side.view().Slice(part));
+      }
+      Shape combined = states[0].shape();
+      for (int ax : axes) combined[ax] = 1;
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(pool, sdt, combined));
+      kernel->Combine(side_by_side.view(), axes, out.view());
+      return out;
+    };
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
-                          {state}, {std::move(map)}, std::move(fn), extra, x.spec());
+                          {state}, {std::move(map)}, std::move(fn), extra, x.spec(),
+                          NodeKind::kBlockwise,
+                          [&](Node& node) { node.fold_states = std::move(fold); });
   }
 
   // Finalize: drop the state axis (and the reduced axes unless keepdims).

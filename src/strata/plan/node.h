@@ -73,6 +73,14 @@ struct BlockRequest {
       read_part;
 };
 
+// Combines reduction states (blocks of one state array) into one whose
+// reduced axes have extent 1, allocating from `pool`: the states side by side
+// along the first reduced axis, then the reduction's Combine, which merges
+// them in order. The runtime folds a fused combine tree with it, a state at
+// a time (TaskRunner::FoldGroup).
+using FoldFunction =
+    std::function<Result<NDArray>(std::span<const ConstArrayView> states, MemoryPool& pool)>;
+
 // Computes an elementwise op on views already broadcast to `out`'s shape.
 using RegionFunction =
     std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
@@ -114,6 +122,11 @@ struct Node {
   // and the most elements one strip of its input holds.
   bool streams_input = false;
   int64_t stream_strip_elements = 0;
+  // A reduction's combine round: its blocks are the fold of its input
+  // blocks. When those are computed in the same task (partials, or combine
+  // rounds fused into it), the runtime folds the fused tree's leaves one at
+  // a time instead of holding them all (TaskRunner::FoldGroup).
+  FoldFunction fold_states;
   // kRechunk: the smallest stored chunk worth a stage (-1: the planner's
   // default, max_mem / 20).
   int64_t rechunk_min_mem = -1;

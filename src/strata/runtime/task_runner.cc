@@ -112,6 +112,125 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   return out;
 }
 
+bool TaskRunner::FusedHere(const Node& node) const {
+  const int index = plan_.IndexOf(&node);
+  return index >= 0 && node.kind == NodeKind::kBlockwise && !plan_.ops()[index].materialized;
+}
+
+bool TaskRunner::Folds(const Node& node) const {
+  return node.fold_states && node.inputs.size() == 1 && FusedHere(Resolve(*node.inputs[0]));
+}
+
+int TaskRunner::FoldLeaves(const Node& node, std::span<const Index> block,
+                           std::vector<FoldLeaf>* leaves) const {
+  if (!Folds(node)) {
+    leaves->push_back({&node, Shape(block.begin(), block.end()), 0});
+    return 0;
+  }
+  const Node& in = Resolve(*node.inputs[0]);
+  int depth = -1;
+  ForEachInputBlock(node.maps[0], block, [&](std::span<const Index> k) {
+    const int d = FoldLeaves(in, k, leaves);
+    depth = depth == -1 || depth == d ? d : -2;  // -2: leaves at different depths
+  });
+  if (depth < 0 || leaves->empty()) return -2;
+  ++leaves->back().closes;  // this block's inputs end here
+  return depth + 1;
+}
+
+Status TaskRunner::FoldGroup(std::span<const int> members, std::span<const Index> block,
+                             Frame& frame, const std::function<Status()>& check,
+                             std::vector<NDArray>* outs) {
+  std::vector<std::vector<FoldLeaf>> leaves(members.size());
+  int depth = 0;
+  for (size_t m = 0; m < members.size(); ++m) {
+    const Node& node = *plan_.ops()[members[m]].node;
+    if (!Folds(node)) return Status::Ok();
+    const int d = FoldLeaves(node, block, &leaves[m]);
+    // Lockstep: every member's tree has the same shape.
+    if (d < 1 || (m > 0 && d != depth) || leaves[m].size() != leaves[0].size()) {
+      return Status::Ok();
+    }
+    depth = d;
+    for (size_t j = 0; j < leaves[m].size(); ++j) {
+      if (leaves[m][j].closes != leaves[0][j].closes) return Status::Ok();
+    }
+  }
+  // Per member and level, the running state of the level's current block
+  // (a leaf's view until a second input arrives) and how many inputs it has
+  // taken. Within a block the inputs are folded in order, as the block's own
+  // Combine would take them; a block of one input is combined alone: the
+  // same arithmetic as the tree, so the same bytes.
+  struct Level {
+    BlockView held;
+    NDArray acc;
+    int inputs = 0;
+  };
+  std::vector<std::vector<Level>> levels(members.size());
+  for (std::vector<Level>& l : levels) l.resize(depth);
+  std::vector<NDArray> done(members.size());
+  for (size_t j = 0; j < leaves[0].size(); ++j) {
+    for (size_t m = 0; m < members.size(); ++m) {
+      frame.root = members[m];
+      const Node& member = *plan_.ops()[members[m]].node;
+      auto fold = [&](std::span<const ConstArrayView> states) -> Result<NDArray> {
+        Result<NDArray> r = member.fold_states(states, *frame.pool);
+        if (!r.ok()) return r.status().WithContext(fmt::format("{} ({})", member.op_name, member.name));
+        return r;
+      };
+      // Adds a state to level l's block.
+      auto add = [&](int l, BlockView state) -> Status {
+        Level& level = levels[m][l];
+        if (level.inputs == 0) {
+          level.held = std::move(state);
+        } else {
+          const ConstArrayView so_far = level.inputs == 1 ? level.held.view : level.acc.view();
+          const ConstArrayView pair[] = {so_far, state.view};
+          STRATA_ASSIGN_OR_RETURN(level.acc, fold(pair));
+          level.held = BlockView();
+        }
+        ++level.inputs;
+        return Status::Ok();
+      };
+      const FoldLeaf& leaf = leaves[m][j];
+      STRATA_ASSIGN_OR_RETURN(BlockView state, Obtain(*leaf.node, leaf.block, frame));
+      STRATA_RETURN_IF_ERROR(add(0, std::move(state)));
+      for (int l = 0; l < leaf.closes; ++l) {  // blocks whose last input this was
+        Level& level = levels[m][l];
+        NDArray value;
+        if (level.inputs == 1) {
+          const ConstArrayView one[] = {level.held.view};
+          STRATA_ASSIGN_OR_RETURN(value, fold(one));
+        } else {
+          value = std::move(level.acc);
+        }
+        level = Level();
+        if (l + 1 == depth) {
+          done[m] = std::move(value);
+        } else {
+          auto shared = std::make_shared<const NDArray>(std::move(value));
+          STRATA_RETURN_IF_ERROR(add(l + 1, BlockView{shared->view(), shared}));
+        }
+      }
+    }
+    // Leaf j's source blocks have been read by every member.
+    frame.sources.clear();
+    frame.fetched.clear();
+    STRATA_RETURN_IF_ERROR(check());
+  }
+  for (size_t m = 0; m < members.size(); ++m) {
+    const Node& member = *plan_.ops()[members[m]].node;
+    if (done[m].shape() != member.grid.BlockBox(block).shape || done[m].dtype() != member.dtype) {
+      return InternalError(fmt::format("{} ({}) folded a block of {} for block {} of {}",
+                                       member.op_name, member.name,
+                                       ShapeToString(done[m].shape()), BlockName(block),
+                                       ShapeToString(member.grid.BlockBox(block).shape)));
+    }
+  }
+  *outs = std::move(done);
+  return Status::Ok();
+}
+
 Result<BlockView> TaskRunner::Obtain(const Node& given, std::span<const Index> block,
                                      Frame& frame) {
   const int index = plan_.IndexOf(&given);
@@ -527,10 +646,12 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     // Every member is computed before any is published: a group superseded
     // midway (its backup won) publishes nothing, as a single task does. The
     // group's projection holds all its members' blocks at once.
+    std::vector<int> members{task.op};
+    members.insert(members.end(), op.siblings.begin(), op.siblings.end());
     std::vector<NDArray> outs;
-    outs.reserve(op.siblings.size() + 1);
-    for (size_t m = 0; m <= op.siblings.size(); ++m) {
-      frame.root = m == 0 ? task.op : op.siblings[m - 1];
+    STRATA_RETURN_IF_ERROR(FoldGroup(members, block, frame, check, &outs));
+    for (size_t m = outs.size(); m < members.size(); ++m) {
+      frame.root = members[m];
       const Node& member = *plan_.ops()[frame.root].node;
       STRATA_ASSIGN_OR_RETURN(NDArray out, ComputeBlock(member, block, frame));
       outs.push_back(std::move(out));

@@ -106,6 +106,34 @@ class TaskRunner {
   Status RegionOf(const Node& node, std::span<const Index> block, const Box& region,
                   const ArrayView& out, Frame& frame);
   Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, Frame& frame);
+  // The blocks of a sibling group's members (`members`: op indices), when
+  // each member is a reduction's combine round (Node::fold_states) over
+  // states computed in this task. The fused trees' leaves (partials, or
+  // combine rounds over a tier) are computed in lockstep, leaf j of every
+  // member, each folded into its member's running states (one per level of
+  // the tree, in the tree's own grouping and order: the same bytes as the
+  // tree), and the Zarr blocks they read are released before leaf j + 1. A
+  // task then holds one leaf's source blocks and a few states, not every
+  // source block of its tree. Leaves `outs` empty when the group does not
+  // fold (its members are then computed whole).
+  Status FoldGroup(std::span<const int> members, std::span<const Index> block, Frame& frame,
+                   const std::function<Status()>& check, std::vector<NDArray>* outs);
+  // A leaf of a fused combine tree, and how many of the tree's blocks (from
+  // the innermost) take their last input from it.
+  struct FoldLeaf {
+    const Node* node;
+    Shape block;
+    int closes;
+  };
+  // True when `node` is a combine round whose input is computed in this task.
+  bool Folds(const Node& node) const;
+  // Appends the leaves of `node`'s block `block` in the tree's order; returns
+  // the tree's depth (0: `node` is a leaf), or -2 when its leaves are not all
+  // at one depth.
+  int FoldLeaves(const Node& node, std::span<const Index> block,
+                 std::vector<FoldLeaf>* leaves) const;
+  // True when `node` is a blockwise op computed inside the task reading it.
+  bool FusedHere(const Node& node) const;
   Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
                            Frame& frame);
   // Writes a store task's block: one Zarr chunk, or each of the chunks it
