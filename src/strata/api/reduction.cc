@@ -241,7 +241,13 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
                           {state}, {std::move(map)}, std::move(fn), extra, x.spec(),
                           NodeKind::kBlockwise,
-                          [&](Node& node) { node.fold_states = std::move(fold); });
+                          [&](Node& node) {
+                            node.fold_states = std::move(fold);
+                            node.merge_state = [kernel, axes](const ConstArrayView& state,
+                                                              const ArrayView& acc) {
+                              kernel->CombineInto(state, axes, acc);
+                            };
+                          });
   }
 
   // Finalize: drop the state axis (and the reduced axes unless keepdims).

@@ -76,10 +76,12 @@ struct BlockRequest {
 // Combines reduction states (blocks of one state array) into one whose
 // reduced axes have extent 1, allocating from `pool`: the states side by side
 // along the first reduced axis, then the reduction's Combine, which merges
-// them in order. The runtime folds a fused combine tree with it, a state at
-// a time (TaskRunner::FoldGroup).
+// them in order.
 using FoldFunction =
     std::function<Result<NDArray>(std::span<const ConstArrayView> states, MemoryPool& pool)>;
+// Merges one more state into `acc` (a FoldFunction's result), in place: the
+// same bytes as combining them all at once.
+using MergeFunction = std::function<void(const ConstArrayView& state, const ArrayView& acc)>;
 
 // Computes an elementwise op on views already broadcast to `out`'s shape.
 using RegionFunction =
@@ -127,6 +129,7 @@ struct Node {
   // rounds fused into it), the runtime folds the fused tree's leaves one at
   // a time instead of holding them all (TaskRunner::FoldGroup).
   FoldFunction fold_states;
+  MergeFunction merge_state;
   // kRechunk: the smallest stored chunk worth a stage (-1: the planner's
   // default, max_mem / 20).
   int64_t rechunk_min_mem = -1;

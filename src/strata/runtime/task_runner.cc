@@ -118,7 +118,8 @@ bool TaskRunner::FusedHere(const Node& node) const {
 }
 
 bool TaskRunner::Folds(const Node& node) const {
-  return node.fold_states && node.inputs.size() == 1 && FusedHere(Resolve(*node.inputs[0]));
+  return node.fold_states && node.merge_state && node.inputs.size() == 1 &&
+         FusedHere(Resolve(*node.inputs[0]));
 }
 
 int TaskRunner::FoldLeaves(const Node& node, std::span<const Index> block,
@@ -178,16 +179,20 @@ Status TaskRunner::FoldGroup(std::span<const int> members, std::span<const Index
         if (!r.ok()) return r.status().WithContext(fmt::format("{} ({})", member.op_name, member.name));
         return r;
       };
-      // Adds a state to level l's block.
+      // Adds a state to level l's block: the first is held as it is; at the
+      // second it becomes the running state (combined alone, as the block's
+      // Combine starts), and each next one is merged into that in place.
       auto add = [&](int l, BlockView state) -> Status {
         Level& level = levels[m][l];
+        if (level.inputs == 1) {
+          const ConstArrayView one[] = {level.held.view};
+          STRATA_ASSIGN_OR_RETURN(level.acc, fold(one));
+          level.held = BlockView();
+        }
         if (level.inputs == 0) {
           level.held = std::move(state);
         } else {
-          const ConstArrayView so_far = level.inputs == 1 ? level.held.view : level.acc.view();
-          const ConstArrayView pair[] = {so_far, state.view};
-          STRATA_ASSIGN_OR_RETURN(level.acc, fold(pair));
-          level.held = BlockView();
+          member.merge_state(state.view, level.acc.view());
         }
         ++level.inputs;
         return Status::Ok();

@@ -75,8 +75,17 @@ class ReductionKernel {
   // overlap `states`). Any grouping and order of states gives the same result
   // up to floating-point rounding: argmin/argmax states carry whole-array
   // positions and keep the smallest on ties.
-  virtual void Combine(const ConstArrayView& states, std::span<const int> axes,
-                       const ArrayView& out) const = 0;
+  void Combine(const ConstArrayView& states, std::span<const int> axes,
+               const ArrayView& out) const {
+    CombineImpl(states, axes, out, /*reset=*/true);
+  }
+  // Merges `states` into the state `acc` already holds, in order: Combine of
+  // [s0, s1, ...] equals Combine of [s0] then CombineInto of each next one,
+  // bit for bit (a combine tree folded a state at a time).
+  void CombineInto(const ConstArrayView& states, std::span<const int> axes,
+                   const ArrayView& acc) const {
+    CombineImpl(states, axes, acc, /*reset=*/false);
+  }
 
   // Turns states (trailing axis included) into results of result_dtype() with
   // the state's shape minus the trailing axis. An empty state (no element
@@ -91,6 +100,10 @@ class ReductionKernel {
   virtual int64_t ScratchBytes(std::span<const Index> in_shape) const { return 0; }
 
  protected:
+  // Combine (reset: `out` starts empty) or CombineInto (it starts as is).
+  virtual void CombineImpl(const ConstArrayView& states, std::span<const int> axes,
+                           const ArrayView& out, bool reset) const = 0;
+
   ReduceOp op_;
   DType input_dtype_;
   DType result_dtype_;

@@ -521,12 +521,12 @@ class FoldKernel final : public KernelBase {
                });
   }
 
-  void Combine(const ConstArrayView& states, std::span<const int> axes,
-               const ArrayView& out) const override {
+  void CombineImpl(const ConstArrayView& states, std::span<const int> axes,
+                   const ArrayView& out, bool reset) const override {
     CheckCombine(states, axes, out);
     const Index ots = TrailingStride(out);
     const Index its = TrailingStride(states);
-    ForEachTuple(out, [&](std::byte* t) { SetEmpty(t, ots); });
+    if (reset) ForEachTuple(out, [&](std::byte* t) { SetEmpty(t, ots); });
     if (states.num_elements() == 0) return;
     ForEachRowOutOfLine(
         CombineLoop(states, axes, out), states.data(), out.data(), 0,

@@ -186,12 +186,12 @@ class MomentsKernel final : public KernelBase {
     ForEachTuple(state, [&](std::byte* t) { SlotRef<double>(t, 0, ts) = count; });
   }
 
-  void Combine(const ConstArrayView& states, std::span<const int> axes,
-               const ArrayView& out) const override {
+  void CombineImpl(const ConstArrayView& states, std::span<const int> axes,
+                   const ArrayView& out, bool reset) const override {
     CheckCombine(states, axes, out);
     const Index ots = TrailingStride(out);
     const Index its = TrailingStride(states);
-    ForEachTuple(out, [&](std::byte* t) { StoreMoments(t, ots, Moments{}); });
+    if (reset) ForEachTuple(out, [&](std::byte* t) { StoreMoments(t, ots, Moments{}); });
     if (states.num_elements() == 0) return;
     ForEachRowOutOfLine(
         CombineLoop(states, axes, out), states.data(), out.data(), 0,
