@@ -221,6 +221,13 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     const int64_t extra = max_inputs * state_block_bytes;  // the gathered copy
     FoldFunction fold = [kernel, axes, sdt](std::span<const ConstArrayView> states,
                                             MemoryPool& pool) -> Result<NDArray> {
+      Shape combined = states[0].shape();
+      for (int ax : axes) combined[ax] = 1;
+      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(pool, sdt, combined));
+      if (states.size() == 1) {  // the fold's case: combined where it is
+        kernel->Combine(states[0], axes, out.view());
+        return out;
+      }
       Shape all = states[0].shape();
       all[axes[0]] = 0;
       for (const ConstArrayView& s : states) all[axes[0]] += s.shape()[axes[0]];
@@ -232,9 +239,6 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
         at += s.shape()[axes[0]];
         CopyArray(s, side_by_side.view().Slice(part));
       }
-      Shape combined = states[0].shape();
-      for (int ax : axes) combined[ax] = 1;
-      STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(pool, sdt, combined));
       kernel->Combine(side_by_side.view(), axes, out.view());
       return out;
     };
