@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (build/fuzz) and runs each on its
-# seed corpus (fuzz/corpus/<target>) for SECONDS (default 12). Any crash,
+# Builds the libFuzzer targets with clang (build/fuzz, a unity build: see
+# cmake/strata.cmake) and runs each on its seed corpus (fuzz/corpus/<target>)
+# for SECONDS (default 12). Any crash,
 # sanitizer report or failed check fails the script; the input that caused it
 # is kept in build/fuzz/crashes/. Prints one JSON line per target (runs,
 # seconds, crashes) and appends them to build/fuzz/results.jsonl.
@@ -17,7 +18,7 @@ if (($# > 0)); then targets=("$@"); fi
 
 if [[ ! -f $build/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DSTRATA_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF \
     -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WITH_MPI=OFF > "$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi

@@ -5,8 +5,8 @@
 #
 #   tests/package/check_install.sh [--fast] [PYTHON]
 #
-# --fast (CI) compiles the wheel at -O0 without optimisation, in
-# build/wheel-check: the packaging is what is checked, and an optimised build
+# --fast (CI) compiles the wheel at -O0 without optimisation, as a unity
+# build (cmake/strata.cmake), in build/wheel-check: the packaging is what is checked, and an optimised build
 # of the whole engine would cost CI minutes that the test suites need.
 #
 # The wheel is built by pip with the repository's .venv as its build
@@ -19,7 +19,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 settings=()
 if [[ ${1:-} == --fast ]]; then
   settings=(-C build-dir=build/wheel-check -C cmake.build-type=Debug
-            -C cmake.define.CMAKE_CXX_FLAGS_DEBUG=-O0)
+            -C cmake.define.CMAKE_CXX_FLAGS_DEBUG=-O0
+            -C cmake.define.CMAKE_UNITY_BUILD=ON -C cmake.define.CMAKE_UNITY_BUILD_BATCH_SIZE=16)
   shift
 fi
 python=${1:-$repo/.venv/bin/python}

@@ -309,4 +309,12 @@ Array MakeElementwise(std::string op, std::vector<Array> inputs, DType out_dtype
                        NodeKind::kBlockwise, [&](Node& node) { node.region_fn = kernel; });
 }
 
+Lines LinesOf(const Shape& shape, int axis) {
+  Lines l;
+  for (int d = 0; d < axis; ++d) l.outer *= shape[d];
+  l.n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) l.inner *= shape[d];
+  return l;
+}
+
 }  // namespace strata::internal_api

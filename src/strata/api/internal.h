@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "strata/api/array.h"
@@ -134,6 +135,25 @@ struct GroupLabels {
 };
 Array GroupbyReduce(const Array& x, const GroupLabels& labels, int axis, ReduceOp op,
                     const GroupbyOptions& options);
+
+// The lines of a contiguous block of `shape` along `axis` (sorting, scans):
+// `outer` lines before the axis times `inner` after it, `n` elements each;
+// line (o, j) starts at Base(o, j) with stride `inner`.
+struct Lines {
+  Index outer = 1, n = 1, inner = 1;
+  Index Base(Index o, Index j) const { return o * n * inner + j; }
+};
+Lines LinesOf(const Shape& shape, int axis);
+
+// numpy's sort order: NaN after every number (sort, searchsorted).
+template <typename T>
+bool NanLastLess(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a < b || (b != b && a == a);
+  } else {
+    return a < b;
+  }
+}
 
 }  // namespace strata::internal_api
 

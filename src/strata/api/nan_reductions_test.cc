@@ -220,7 +220,9 @@ TEST(NanReductionsTest, OnePassAndStreamsFusedInput) {
       EXPECT_TRUE(op.materialized);
       EXPECT_FALSE(op.fused_names.empty()) << "the where/multiply chain is fused";
     }
-    if (op.node->op_name == "where") EXPECT_FALSE(op.materialized);
+    if (op.node->op_name == "where") {
+      EXPECT_FALSE(op.materialized);
+    }
   }
   EXPECT_EQ(partial_ops, 1);
   RecordingCallback rec;

@@ -323,7 +323,9 @@ TEST_P(RechunkTest, SeedCaseTiersAndMemory) {
       EXPECT_EQ(text.find("fits in RAM"), std::string::npos) << text;
       EXPECT_GT(rec->summary.intermediate_bytes_written, 0) << text;
     }
-    if (*c.total) EXPECT_LE(rec->summary.peak_pool_bytes, 600'000'000) << text;
+    if (*c.total) {
+      EXPECT_LE(rec->summary.peak_pool_bytes, 600'000'000) << text;
+    }
     EXPECT_EQ(FileBytes(spec.work_dir), 0);
     // Spot-check the output against direct generation.
     Result<NDArray> rows = compute(getitem(from_zarr(dst, spec), {Slice{4000, 4001}, Slice{}}));
@@ -542,7 +544,9 @@ TEST_P(RechunkTest, AResumedRechunkRunsOnlyWhatTheMissingChunksNeed) {
           ++r.skipped_upstream;
         }
       }
-      if (r.ok) EXPECT_EQ(r.executed + r.skipped, (*p)->total_tasks()) << "every task, once";
+      if (r.ok) {
+        EXPECT_EQ(r.executed + r.skipped, (*p)->total_tasks()) << "every task, once";
+      }
       return r;
     };
     // The plan stages the rechunk through intermediates on disk.
@@ -551,7 +555,9 @@ TEST_P(RechunkTest, AResumedRechunkRunsOnlyWhatTheMissingChunksNeed) {
       ASSERT_TRUE(p.ok()) << p.status().ToString();
       int intermediates = 0;
       for (const PlannedOp& op : (*p)->ops()) intermediates += op.tier == Tier::kDisk;
-      if (c.staged) EXPECT_GE(intermediates, 1) << (*p)->ToText();
+      if (c.staged) {
+        EXPECT_GE(intermediates, 1) << (*p)->ToText();
+      }
     }
     const std::string clean = dir.path() + "/clean.zarr";
     Run first = run(clean, {});

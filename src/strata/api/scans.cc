@@ -19,6 +19,9 @@ namespace strata {
 using internal_api::GridFromSizes;
 using internal_api::MakeBlockwise;
 
+using internal_api::Lines;
+using internal_api::LinesOf;
+
 namespace {
 
 struct ScanKind {
@@ -59,17 +62,6 @@ T Identity(bool product) {
   return product ? T(1) : T(0);
 }
 
-struct Lines {
-  Index outer = 1, n = 1, inner = 1;
-};
-
-Lines LinesOf(const Shape& shape, int axis) {
-  Lines l;
-  for (int d = 0; d < axis; ++d) l.outer *= shape[d];
-  l.n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) l.inner *= shape[d];
-  return l;
-}
 
 // Rows of a scan (FoldRow below, ScanRowInPlace): NaN taken as the identity
 // when skipping. The rows never overlap each other, so the loops vectorise

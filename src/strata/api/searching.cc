@@ -17,17 +17,10 @@
 namespace strata {
 
 using internal_api::MakeBlockwise;
+using internal_api::NanLastLess;
 
 namespace {
 
-template <typename T>
-bool Less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return a < b || (b != b && a == a);  // NaN last
-  } else {
-    return a < b;
-  }
-}
 
 // `lookup` (one chunk) read whole beside each block of `x`; fn(x block view,
 // lookup view, out view) computes the output block of `out_dtype`.
@@ -94,8 +87,8 @@ Array searchsorted(const Array& x1_in, const Array& x2_in, SearchSide side,
             const T* v = reinterpret_cast<const T*>(x.data());
             int64_t* o = reinterpret_cast<int64_t*>(out.data());
             for (Index i = 0; i < x.num_elements(); ++i) {
-              const T* p = right ? std::upper_bound(a, end, v[i], Less<T>)
-                                 : std::lower_bound(a, end, v[i], Less<T>);
+              const T* p = right ? std::upper_bound(a, end, v[i], NanLastLess<T>)
+                                 : std::lower_bound(a, end, v[i], NanLastLess<T>);
               o[i] = p - a;
             }
           }
@@ -126,7 +119,7 @@ Array isin(const Array& x_in, const Array& test, bool invert) {
             const T* v = reinterpret_cast<const T*>(xv.data());
             bool* o = reinterpret_cast<bool*>(out.data());
             for (Index i = 0; i < xv.num_elements(); ++i) {
-              const T* p = std::lower_bound(a, end, v[i], Less<T>);
+              const T* p = std::lower_bound(a, end, v[i], NanLastLess<T>);
               bool found = p != end && *p == v[i];  // NaN == NaN is false
               o[i] = found != invert;
             }

@@ -73,31 +73,12 @@ Result<Array> WholeAlongAxis(const Array& x, int axis, int64_t bytes_per_element
 
 }  // namespace internal_api
 
+using internal_api::Lines;
+using internal_api::LinesOf;
+using internal_api::NanLastLess;
+
 namespace {
 
-// The lines of a contiguous block of `shape` along `axis`: base offsets (in
-// elements) and the element stride.
-struct Lines {
-  Index outer = 1, n = 1, inner = 1;
-  Index Base(Index o, Index j) const { return o * n * inner + j; }
-};
-
-Lines LinesOf(const Shape& shape, int axis) {
-  Lines l;
-  for (int d = 0; d < axis; ++d) l.outer *= shape[d];
-  l.n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) l.inner *= shape[d];
-  return l;
-}
-
-template <typename T>
-bool Less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return a < b || (b != b && a == a);  // NaN last
-  } else {
-    return a < b;
-  }
-}
 
 template <typename T>
 void SortLines(T* data, const Lines& l, bool descending, int64_t* indices) {
@@ -110,10 +91,10 @@ void SortLines(T* data, const Lines& l, bool descending, int64_t* indices) {
       std::iota(order.begin(), order.end(), int64_t{0});
       if (descending) {
         std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t a, int64_t b) { return Less(line[b], line[a]); });
+                         [&](int64_t a, int64_t b) { return NanLastLess(line[b], line[a]); });
       } else {
         std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t a, int64_t b) { return Less(line[a], line[b]); });
+                         [&](int64_t a, int64_t b) { return NanLastLess(line[a], line[b]); });
       }
       if (indices) {
         int64_t* q = indices + l.Base(o, j);

@@ -55,7 +55,6 @@ std::vector<std::string> Names(const Table& table) {
   return names;
 }
 
-bool IsArray(py::handle h) { return py::isinstance<Array>(h); }
 
 py::tuple ShapeTuple(const Shape& s) {
   py::tuple t(s.size());

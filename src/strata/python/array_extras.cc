@@ -11,7 +11,6 @@
 namespace strata::python {
 namespace {
 
-bool IsArray(py::handle h) { return py::isinstance<Array>(h); }
 
 std::optional<DType> OptionalDType(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;

@@ -91,6 +91,11 @@ DType ToDType(const std::string& name);
 Scalar ToScalar(py::handle h);
 bool IsScalar(py::handle h);
 ChunksRequest ToChunks(py::handle h);
+// The name of h's Python type, for error messages.
+inline std::string TypeName(py::handle h) {
+  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
+}
+inline bool IsArray(py::handle h) { return py::isinstance<Array>(h); }
 Spec ToSpec(py::handle h);  // a _strata.Spec or None (defaults)
 // x with exactly `grid` (no-op when it already has it).
 Array WithGrid(Array x, const ChunkGrid& grid);

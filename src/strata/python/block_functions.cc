@@ -49,9 +49,6 @@ std::shared_ptr<py::object> Hold(py::object fn) {
   });
 }
 
-std::string TypeName(py::handle h) {
-  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
-}
 
 // `result` (anything numpy.asarray takes) as a block of `dtype` in `pool`.
 // Called with the GIL; releases it for the copy.

@@ -7,9 +7,6 @@ namespace strata::python {
 
 namespace {
 
-std::string TypeName(py::handle h) {
-  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
-}
 
 bool IsNumpyBool(py::handle h) {
   return std::string_view(Py_TYPE(h.ptr())->tp_name) == "numpy.bool" ||

@@ -25,7 +25,7 @@
 namespace strata {
 namespace {
 
-using Json = nlohmann::json;
+using JsonDoc = nlohmann::json;
 
 // Members outside the job's dimensions are compared whole; past this they
 // are refused rather than read into memory.
@@ -60,18 +60,18 @@ struct Journal {
 };
 
 std::string JournalText(const Journal& j) {
-  Json out = Json::object();
+  JsonDoc out = JsonDoc::object();
   out["strata_dataset_job"] = 1;
   out["state"] = j.state;
   out["job"] = j.job;
   out["consolidated"] = j.consolidated;
-  Json members = Json::array();
+  JsonDoc members = JsonDoc::array();
   for (const StagedMember& m : j.members) {
-    Json jm = Json::object();
+    JsonDoc jm = JsonDoc::object();
     jm["path"] = m.path;
     jm["chunks"] = m.chunks;
     jm["erase"] = m.erase;
-    Json docs = Json::object();
+    JsonDoc docs = JsonDoc::object();
     for (const auto& [key, text] : m.metadata) docs[key] = text;
     jm["metadata"] = docs;
     members.push_back(std::move(jm));
@@ -81,7 +81,7 @@ std::string JournalText(const Journal& j) {
 }
 
 Result<Journal> ParseJournal(const std::string& text, const std::string& where) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  JsonDoc j = JsonDoc::parse(text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&] {
     return DataLossError(fmt::format(
         "{} is not a strata job journal that can be read; move it away only if no strata job "
@@ -97,7 +97,7 @@ Result<Journal> ParseJournal(const std::string& text, const std::string& where) 
     out.state = j["state"].get<std::string>();
     out.job = j.value("job", "");
     out.consolidated = j.value("consolidated", false);
-    for (const Json& jm : j["members"]) {
+    for (const JsonDoc& jm : j["members"]) {
       StagedMember m;
       m.path = jm.at("path").get<std::string>();
       m.chunks = jm.at("chunks").get<std::vector<std::string>>();

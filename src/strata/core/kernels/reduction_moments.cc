@@ -9,7 +9,7 @@
 // depend on the chunking beyond rounding and stays accurate for data far from
 // zero (1e9 + small noise).
 //
-// Within a chunk, a reduced contiguous run is taken in blocks of kBlock
+// Within a chunk, a reduced contiguous run is taken in blocks of kMomentsBlock
 // elements: a two-pass mean and M2 per block (the second pass reads the block
 // from L1), merged into the running state with the same formula. A kept
 // innermost axis (reducing over outer axes) uses Welford's update, which is the
@@ -50,7 +50,7 @@ inline void StoreMoments(std::byte* t, Index ts, const Moments& m) {
   SlotRef<double>(t, 2, ts) = m.m2;
 }
 
-constexpr Index kBlock = 1024;
+constexpr Index kMomentsBlock = 1024;
 
 // Two-pass moments of x[0..m), m >= 1. The second pass also sums the
 // deviations, which corrects the mean's rounding (the "corrected two-pass
@@ -104,9 +104,9 @@ inline Moments BlockMoments(const double* x, Index m) {
 template <typename T>
 Moments RunMoments(const std::byte* p, Index n, Index stride) {
   Moments total;
-  alignas(16) double buf[kBlock];
-  for (Index b = 0; b < n; b += kBlock) {
-    const Index m = std::min(kBlock, n - b);
+  alignas(16) double buf[kMomentsBlock];
+  for (Index b = 0; b < n; b += kMomentsBlock) {
+    const Index m = std::min(kMomentsBlock, n - b);
     const double* xb = buf;
     if (std::is_same_v<T, double> && stride == static_cast<Index>(sizeof(T))) {
       xb = reinterpret_cast<const double*>(p) + b;

@@ -37,30 +37,30 @@ constexpr std::array<std::array<uint32_t, 256>, 8> MakeTables() {
 
 constexpr auto kTables = MakeTables();
 
-constexpr size_t kChecksumSize = 4;
+constexpr size_t kCrc32cSize = 4;
 
 class Crc32cCodec final : public BytesCodec {
  public:
   const BytesCodecSpec& spec() const override { return spec_; }
 
   int64_t MaxEncodedSize(int64_t decoded_size) const override {
-    return decoded_size + static_cast<int64_t>(kChecksumSize);
+    return decoded_size + static_cast<int64_t>(kCrc32cSize);
   }
 
   Result<int64_t> EncodeInto(std::span<const std::byte> input,
                              std::span<std::byte> output) const override {
-    STRATA_CHECK(output.size() >= input.size() + kChecksumSize);
+    STRATA_CHECK(output.size() >= input.size() + kCrc32cSize);
     if (!input.empty() && output.data() != input.data()) {
       std::memmove(output.data(), input.data(), input.size());
     }
     const uint32_t crc = Crc32c(input);  // stored little-endian, as is the host
-    std::memcpy(output.data() + input.size(), &crc, kChecksumSize);
-    return static_cast<int64_t>(input.size() + kChecksumSize);
+    std::memcpy(output.data() + input.size(), &crc, kCrc32cSize);
+    return static_cast<int64_t>(input.size() + kCrc32cSize);
   }
 
   Result<std::optional<int64_t>> DecodedSize(std::span<const std::byte> encoded) const override {
-    if (encoded.size() < kChecksumSize) return TooShort(encoded.size());
-    return std::optional<int64_t>(static_cast<int64_t>(encoded.size() - kChecksumSize));
+    if (encoded.size() < kCrc32cSize) return TooShort(encoded.size());
+    return std::optional<int64_t>(static_cast<int64_t>(encoded.size() - kCrc32cSize));
   }
 
   Status DecodeInto(std::span<const std::byte> input, std::span<std::byte> output) const override {
@@ -78,10 +78,10 @@ class Crc32cCodec final : public BytesCodec {
 
   Result<std::span<const std::byte>> DecodedSubrange(
       std::span<const std::byte> input) const override {
-    if (input.size() < kChecksumSize) return TooShort(input.size());
-    std::span<const std::byte> data = input.first(input.size() - kChecksumSize);
+    if (input.size() < kCrc32cSize) return TooShort(input.size());
+    std::span<const std::byte> data = input.first(input.size() - kCrc32cSize);
     uint32_t stored;
-    std::memcpy(&stored, input.data() + data.size(), kChecksumSize);
+    std::memcpy(&stored, input.data() + data.size(), kCrc32cSize);
     const uint32_t actual = Crc32c(data);
     if (actual != stored) {
       return DataLossError(
