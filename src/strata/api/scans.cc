@@ -62,7 +62,6 @@ T Identity(bool product) {
   return product ? T(1) : T(0);
 }
 
-
 // Rows of a scan (FoldRow below, ScanRowInPlace): NaN taken as the identity
 // when skipping. The rows never overlap each other, so the loops vectorise
 // (the per-element branches of a generic loop did not: the scan was the

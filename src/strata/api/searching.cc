@@ -21,7 +21,6 @@ using internal_api::NanLastLess;
 
 namespace {
 
-
 // `lookup` (one chunk) read whole beside each block of `x`; fn(x block view,
 // lookup view, out view) computes the output block of `out_dtype`.
 using LookupFn =

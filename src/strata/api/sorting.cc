@@ -79,7 +79,6 @@ using internal_api::NanLastLess;
 
 namespace {
 
-
 template <typename T>
 void SortLines(T* data, const Lines& l, bool descending, int64_t* indices) {
   std::vector<T> line(l.n);

@@ -55,7 +55,6 @@ std::vector<std::string> Names(const Table& table) {
   return names;
 }
 
-
 py::tuple ShapeTuple(const Shape& s) {
   py::tuple t(s.size());
   for (size_t i = 0; i < s.size(); ++i) t[i] = py::int_(s[i]);

@@ -11,7 +11,6 @@
 namespace strata::python {
 namespace {
 
-
 std::optional<DType> OptionalDType(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;
   return ToDType(*name);

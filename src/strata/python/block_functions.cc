@@ -49,7 +49,6 @@ std::shared_ptr<py::object> Hold(py::object fn) {
   });
 }
 
-
 // `result` (anything numpy.asarray takes) as a block of `dtype` in `pool`.
 // Called with the GIL; releases it for the copy.
 Result<NDArray> ToBlock(py::handle result, DType dtype, std::string_view which, MemoryPool& pool) {

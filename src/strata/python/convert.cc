@@ -7,7 +7,6 @@ namespace strata::python {
 
 namespace {
 
-
 bool IsNumpyBool(py::handle h) {
   return std::string_view(Py_TYPE(h.ptr())->tp_name) == "numpy.bool" ||
          std::string_view(Py_TYPE(h.ptr())->tp_name) == "numpy.bool_";
