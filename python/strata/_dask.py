@@ -29,7 +29,8 @@ Failures: a retryable error (I/O, unavailable) is raised on the worker and
 retried by Dask (retries=Spec.retries); any other error is returned, not
 retried, and reaches the caller as the same exception with the same message
 as on the threads executor. A worker that dies costs the tasks it ran or
-held: Dask recomputes them elsewhere.
+held: Dask recomputes them elsewhere (the run's payload too: it is a key of
+the graph as well as broadcast).
 """
 import collections
 import os
@@ -226,11 +227,18 @@ class _Run:
         self._check_admission(tasks, ops)
 
         # The payload goes to every worker first, so that Dask places tasks
-        # by their blocks, not by where one copy of the payload is.
+        # by their blocks, not by where one copy of the payload is. It is
+        # also a key of the graph: distributed's active memory manager drops
+        # the copies no queued task wants, and scattered data whose last
+        # copy dies with a worker is lost for good, with every task still to
+        # run (seen in CI); with the graph's run_spec the scheduler
+        # recomputes it, as it does blocks.
         self._ensure_resources()
-        held = self.client.scatter(payload, broadcast=True, hash=False)
-        layers = {}
-        dependencies = {}
+        payload_key = f"strata-payload-{token}"
+        held = self.client.scatter({payload_key: payload}, broadcast=True,
+                                   hash=False)[payload_key]
+        layers = {payload_key: MaterializedLayer({payload_key: payload})}
+        dependencies = {payload_key: set()}
         per_op = collections.defaultdict(dict)
         op_deps = collections.defaultdict(set)
         meta = {}
@@ -238,7 +246,7 @@ class _Run:
         self.task_of = {}
         for op, block, inputs, _, returns in tasks:
             key = (names[op], block)
-            per_op[op][key] = (_run_task, held, op, block,
+            per_op[op][key] = (_run_task, payload_key, op, block,
                                [(names[i], b) for i, b in inputs])
             op_deps[op].update(names[i] for i, _ in inputs)
             if returns and op not in output_ops:
@@ -256,7 +264,7 @@ class _Run:
             if self.retries:
                 annotations["retries"] = self.retries
             layers[names[op]] = MaterializedLayer(dsk, annotations=annotations)
-            dependencies[names[op]] = set(op_deps[op])
+            dependencies[names[op]] = set(op_deps[op]) | {payload_key}
         if meta:
             layers[f"strata-figures-{token}"] = MaterializedLayer(meta)
             dependencies[f"strata-figures-{token}"] = set(names[o] for o in per_op)

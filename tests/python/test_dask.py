@@ -303,6 +303,39 @@ def test_worker_killed_mid_run_is_survived(client, dask_spec):
     client.wait_for_workers(3, timeout=60)
 
 
+def test_a_worker_killed_with_the_payloads_last_copy_is_survived(client, dask_spec):
+    # The run's payload is broadcast, but distributed's active memory manager
+    # drops the copies no queued task wants (seen in CI: the worker killed
+    # above held the last one, and the run failed with "future cancelled").
+    # Here the copies are dropped to one first, and its holder killed.
+    def slow(blk):
+        time.sleep(0.15)
+        return blk + 1
+
+    x = strata.asarray(DATA, chunks=(8, 8), spec=dask_spec)
+    y = strata.map_blocks(slow, x).rechunk((48, 8)) * 2
+    killed = []
+
+    class KillThePayloadsHolder(strata.Callback):
+        def on_task_end(self, event):
+            if killed:
+                return
+            keys = [k for k in client.who_has() if str(k).startswith("strata-payload-")]
+            assert len(keys) == 1, keys
+            client.sync(client.scheduler.replicate, keys=keys, n=1)
+            holders = client.who_has()[keys[0]]
+            assert len(holders) == 1, holders
+            victim = holders[0]
+            pid = client.run(os.getpid, workers=[victim])[victim]
+            killed.append(victim)
+            threading.Thread(target=os.kill, args=(pid, signal.SIGKILL)).start()
+
+    out = y.compute(callbacks=[KillThePayloadsHolder()])
+    assert killed
+    same_bytes(out, (DATA + 1) * 2)
+    client.wait_for_workers(3, timeout=60)
+
+
 def test_admission_by_worker_resources():
     # One worker with 2 threads whose strata-memory holds one task at a time:
     # the tasks never overlap (with 2 threads and no admission they would).
