@@ -275,13 +275,19 @@ def test_task_larger_than_any_worker_is_refused(client):
         strata.ones((10, 10), chunks=5, spec=spec).compute()
 
 
-def test_worker_killed_mid_run_is_survived(client, dask_spec):
+def _slow_run(spec):
+    """(DATA + 1) * 2 through 30 blocks of 150 ms each and a rechunk: long
+    enough to kill a worker in the middle of."""
     def slow(blk):
         time.sleep(0.15)
         return blk + 1
 
-    x = strata.asarray(DATA, chunks=(8, 8), spec=dask_spec)  # 30 blocks
-    y = strata.map_blocks(slow, x).rechunk((48, 8)) * 2
+    x = strata.asarray(DATA, chunks=(8, 8), spec=spec)
+    return strata.map_blocks(slow, x).rechunk((48, 8)) * 2
+
+
+def test_worker_killed_mid_run_is_survived(client, dask_spec):
+    y = _slow_run(dask_spec)
 
     killed = []
 
@@ -308,12 +314,7 @@ def test_a_worker_killed_with_the_payloads_last_copy_is_survived(client, dask_sp
     # drops the copies no queued task wants (seen in CI: the worker killed
     # above held the last one, and the run failed with "future cancelled").
     # Here the copies are dropped to one first, and its holder killed.
-    def slow(blk):
-        time.sleep(0.15)
-        return blk + 1
-
-    x = strata.asarray(DATA, chunks=(8, 8), spec=dask_spec)
-    y = strata.map_blocks(slow, x).rechunk((48, 8)) * 2
+    y = _slow_run(dask_spec)
     killed = []
 
     class KillThePayloadsHolder(strata.Callback):
