@@ -11,8 +11,8 @@
 //                     tier is forced) when that decodes at most
 //                     kMaxPartialReadAmplification bytes per stored byte,
 //                     as estimated by PartialReadAmplification, and when
-//                     a task fits its budget even if it decodes a source
-//                     chunk whole (InPlaceRechunkBytes); a source decoded
+//                     a task fits its budget with the parts it decodes
+//                     (InPlaceRechunkBytes); a source decoded
 //                     once and published would take RAM (or disk) for the
 //                     whole array and fresh memory to fill.
 //   exchange          one stage: the input is published to a tier (a Zarr
@@ -219,7 +219,7 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
 
   if (spec.tier == TierChoice::kAuto && regular && x->kind == NodeKind::kZarrSource &&
       !x->zarr->is_sharded() && x->zarr->store()->cheap_ranged_reads() &&
-      InPlaceRechunkBytes(*x, target.max_block_elements() * itemsize, ends.write) <=
+      InPlaceRechunkBytes(*x, target, ends.write) <=
           spec.task_budget()) {
     if (const std::optional<int64_t> unit = x->zarr->PartialReadUnit()) {
       const double amplification = PartialReadAmplification(

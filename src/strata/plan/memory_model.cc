@@ -27,6 +27,19 @@ int64_t ZarrChunkReadBytes(const Node& source) {
          (HasRaggedEdges(chunks.shape(), chunks.chunk_shape()) ? source.max_block_bytes() : 0);
 }
 
+// What reading the parts of the Zarr source `source`'s chunks that blocks
+// of `grid` overlap takes at its peak, one part at a time into the block
+// (ZarrArray::ReadChunkPart): the scratch of decoding a part's runs, or a
+// whole chunk's read where a part may go through the chunk.
+int64_t ZarrPartsReadBytes(const Node& source, const ChunkGrid& grid) {
+  if (source.zarr->is_sharded()) return ZarrChunkReadBytes(source);
+  Shape max_part = source.grid.chunk_shape();
+  for (size_t d = 0; d < max_part.size(); ++d) {
+    max_part[d] = std::min(max_part[d], grid.chunk_shape()[d]);
+  }
+  return source.zarr->PartReadScratch(max_part).value_or(ZarrChunkReadBytes(source));
+}
+
 // Largest number of input blocks any output block reads through `map`.
 int64_t MaxInputs(const InputMap& map) {
   int64_t n = 1;
@@ -80,8 +93,9 @@ int64_t LeafReadBytes(const Node& node) {
   return node.kind == NodeKind::kZarrSource ? ZarrChunkReadBytes(node) : node.max_block_bytes();
 }
 
-int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies) {
-  return out_block * (1 + write_copies) + ZarrChunkReadBytes(source);
+int64_t InPlaceRechunkBytes(const Node& source, const ChunkGrid& target, int write_copies) {
+  return target.max_block_elements() * source.dtype.size() * (1 + write_copies) +
+         ZarrPartsReadBytes(source, target);
 }
 
 MemoryModel::MemoryModel(std::span<const PlannedOp> ops,
@@ -118,7 +132,9 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
     const PlannedOp& in_op = OpOf(in);
     int64_t staged = 0;
     if (!(in_op.materialized && in_op.index != root)) {
-      staged = Obtain(in, root).peak;
+      // A Zarr source is read in place, a part at a time.
+      staged = in_op.node->kind == NodeKind::kZarrSource ? ZarrPartsReadBytes(*in_op.node, node.grid)
+                                                         : Obtain(in, root).peak;
     } else if (in_op.tier == Tier::kObject) {
       // One ranged GET at a time, of at most one stored block.
       staged = in_op.stored_grid
@@ -218,6 +234,7 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
     if (StreamableHere(src)) {
       return StreamCost(src, root, region_bytes / std::max(1, src.dtype.size())).peak;
     }
+    if (src.kind == NodeKind::kZarrSource) return ZarrPartsReadBytes(src, in.grid);
     return Obtain(src, root).peak;  // one input block at a time
   }
   if (StreamableHere(in)) {

@@ -91,12 +91,13 @@ ChunkFit FitChunksToBudget(Shape chunks, std::span<const Index> min_chunks,
 // own margin for an input computed in the task.
 int64_t LeafReadBytes(const Node& node);
 
-// What one task of a rechunk that reads the Zarr source `source` in place
-// needs, reserved_mem excluded: its output block of `out_block` bytes (with
-// `write_copies` more when a store encodes it) and one source chunk as
-// MemoryModel stages an exchange's input (decoded whole beside its encoded
-// bytes, which a part that cannot be decoded in runs is).
-int64_t InPlaceRechunkBytes(const Node& source, int64_t out_block, int write_copies);
+// What one task of a rechunk to `target` that reads the Zarr source
+// `source` in place needs, reserved_mem excluded: its output block (with
+// `write_copies` more when a store encodes it) and the parts of the source
+// chunks it reads, one at a time, as MemoryModel stages an exchange's input:
+// the scratch of decoding a part's runs, or the chunk decoded whole beside
+// its encoded bytes where a part may be read through it.
+int64_t InPlaceRechunkBytes(const Node& source, const ChunkGrid& target, int write_copies);
 
 // Per-task memory of the ops of a plan (or a draft of one).
 class MemoryModel {

@@ -387,6 +387,25 @@ class BloscCodec final : public BytesCodec {
     return h.memcpyed() || h.nbytes == 0 ? int64_t{1} : h.blocksize;
   }
 
+  Result<int64_t> RunScratchBytes(std::span<const std::byte> header,
+                                  int64_t max_run_bytes) const override {
+    STRATA_ASSIGN_OR_RETURN(FrameHeader h, FrameHeader::Parse(header));
+    if (h.nbytes == 0) return int64_t{0};
+    // A copied frame's block size is the one its compressed siblings have
+    // (blosc chooses it before compressing); where it is not, a block is at
+    // most the frame.
+    const int64_t block = h.blocksize > 0 && h.blocksize <= h.nbytes ? h.blocksize : h.nbytes;
+    const int64_t nblocks = (h.nbytes + block - 1) / block;
+    // DecodeRuns on compressed blocks: the offset table and its sorted
+    // copies, one read of up to kBlocksPerRead stored blocks (a block's
+    // streams stored as they are at worst, each after its 4-byte size), the
+    // decoded block beside its streams, or libblosc's scratch of about three
+    // blocks. On a copied frame: one run's bytes at a time.
+    const int64_t blocks = 36 * nblocks + kOneBlockPrefix +
+                           kBlocksPerRead * (block + 4 * kMaxSplits) + 4 * block;
+    return std::max(blocks, max_run_bytes);
+  }
+
   Status DecodeRuns(const EncodedRangeReader& read, int64_t decoded_size,
                     std::span<const DecodedRun> runs, MemoryPool& scratch) const override {
     STRATA_ASSIGN_OR_RETURN(EncodedRange head, read(0, BLOSC_MIN_HEADER_LENGTH));

@@ -296,6 +296,15 @@ Result<int64_t> ChunkCodec::RunUnit(std::span<const std::byte> header) const {
   return codecs_[0]->RunUnit(header);
 }
 
+Result<int64_t> ChunkCodec::RunScratchBytes(std::span<const std::byte> header,
+                                            int64_t max_run_bytes) const {
+  STRATA_CHECK(reads_runs_) << "RunScratchBytes on a codec that cannot decode part of a chunk";
+  // Raw runs are fetched a read at a time (a run longer than a read alone),
+  // never past the chunk.
+  if (codecs_.empty()) return std::min(std::max(kRawReadMax, max_run_bytes), chunk_bytes_);
+  return codecs_[0]->RunScratchBytes(header, max_run_bytes);
+}
+
 Result<Buffer> ChunkCodec::Encode(const ConstArrayView& chunk, MemoryPool& pool) const {
   STRATA_CHECK(chunk.dtype() == encoding_.dtype && chunk.shape() == chunk_shape_)
       << "encoding a " << chunk.dtype().name() << " view of shape " << ShapeToString(chunk.shape())

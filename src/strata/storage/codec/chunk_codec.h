@@ -79,6 +79,10 @@ class ChunkCodec {
   // BytesCodec::kRunUnitHeaderBytes of a stored chunk (1 for raw bytes;
   // blosc's block size). Requires reads_runs().
   Result<int64_t> RunUnit(std::span<const std::byte> header) const;
+  // The most scratch DecodeRuns holds (fetched bytes, decoded blocks) for a
+  // chunk stored as the one beginning with `header` (ignored for raw bytes),
+  // asked for runs of at most `max_run_bytes` each. Requires reads_runs().
+  Result<int64_t> RunScratchBytes(std::span<const std::byte> header, int64_t max_run_bytes) const;
   // True when RunUnit needs a stored chunk's header.
   bool run_unit_needs_header() const { return reads_runs_ && !codecs_.empty(); }
 

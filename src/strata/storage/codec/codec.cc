@@ -63,6 +63,10 @@ Result<int64_t> BytesCodec::RunUnit(std::span<const std::byte>) const {
   return InternalError(fmt::format("{} cannot decode part of a chunk", CodecName(spec())));
 }
 
+Result<int64_t> BytesCodec::RunScratchBytes(std::span<const std::byte>, int64_t) const {
+  return InternalError(fmt::format("{} cannot decode part of a chunk", CodecName(spec())));
+}
+
 Status BytesCodec::EncodeTo(std::span<const std::byte>, EncodedSink&, MemoryPool&) const {
   return InternalError(fmt::format("{} cannot encode a chunk piece by piece", CodecName(spec())));
 }

@@ -106,6 +106,13 @@ class BytesCodec {
   // estimate; DataLoss for a malformed header.
   static constexpr int64_t kRunUnitHeaderBytes = 16;
   virtual Result<int64_t> RunUnit(std::span<const std::byte> header) const;
+  // The most scratch DecodeRuns holds for a frame encoded as the one
+  // beginning with `header` (same parameters, same decoded size), asked for
+  // runs of at most `max_run_bytes` each: whichever way such a frame was
+  // stored (blosc: compressed blocks, or copied when incompressible). A
+  // planner's bound; DataLoss for a malformed header.
+  virtual Result<int64_t> RunScratchBytes(std::span<const std::byte> header,
+                                          int64_t max_run_bytes) const;
 
   // Streaming encoding: true when EncodeTo writes the encoding of a large
   // input piece by piece with a bounded scratch (blosc: a few MiB of blocks

@@ -176,11 +176,41 @@ std::optional<int64_t> ZarrArray::PartialReadUnit() const {
       if (!head.ok() && IsNotFound(head.status())) continue;
       if (!head.ok()) return;
       Result<int64_t> unit = codec_->RunUnit(head->span());
-      if (unit.ok()) partial_unit_ = *unit;
+      if (unit.ok()) {
+        partial_unit_ = *unit;
+        partial_header_.assign(head->span().begin(), head->span().end());
+      }
       return;
     }
   });
   return partial_unit_;
+}
+
+std::optional<int64_t> ZarrArray::PartReadScratch(const Shape& max_part) const {
+  const int rank = static_cast<int>(max_part.size());
+  STRATA_CHECK(rank == grid_.rank()) << "PartReadScratch of a rank-" << rank << " part";
+  if (!PartialReadUnit() || rank == 0) return std::nullopt;
+  // As ReadChunkPart decides: a part equal to a chunk's box (edge chunks
+  // are clipped) is read whole unless whole chunks are read in runs; a part
+  // of kMaxPartRuns runs or more through the whole chunk. Runs merge across
+  // trailing axes a part covers whole, so the count without merging bounds
+  // it, and a run is at most the part.
+  const Shape& chunk = metadata_.chunk_shape;
+  const bool whole_in_runs = store_->cheap_ranged_reads() && chunk_bytes() >= kWholeChunkInRunsBytes;
+  bool may_be_whole = true;
+  Index runs = 1;
+  int64_t part_bytes = dtype().size();
+  for (int d = 0; d < rank; ++d) {
+    const Index extent = std::min(max_part[d], metadata_.shape[d]);
+    const Index edge = chunk[d] == 0 ? 0 : metadata_.shape[d] % chunk[d];
+    if (extent < (edge > 0 ? edge : chunk[d])) may_be_whole = false;
+    if (d + 1 < rank) runs *= extent;
+    part_bytes *= extent;
+  }
+  if ((may_be_whole && !whole_in_runs) || runs >= kMaxPartRuns) return std::nullopt;
+  Result<int64_t> scratch = codec_->RunScratchBytes(partial_header_, part_bytes);
+  if (!scratch.ok()) return std::nullopt;
+  return *scratch + runs * static_cast<int64_t>(sizeof(DecodedRun));
 }
 
 }  // namespace strata

@@ -166,7 +166,9 @@ TEST(PartialReadTest, AWholeBloscChunkIsReadInRunsNotBesideItsEncoding) {
     // edge chunk was decoded whole into a 16 MB temporary before).
     const int64_t bound = 9 * 65536 + 4096;
     EXPECT_LE(pool->peak_bytes(), bound) << "the encoded chunk was held whole";
-    if (b == 0) EXPECT_GT(*(*store->Size(a->ChunkStoreKey(block))), 4 * bound);
+    if (b == 0) {
+      EXPECT_GT(*(*store->Size(a->ChunkStoreKey(block))), 4 * bound);
+    }
   }
 }
 
@@ -247,6 +249,60 @@ TEST(PartialReadTest, AChunkOfTheWrongStoredLengthIsDataLossOnEveryReadPath) {
       ASSERT_TRUE(store->Set(key, good.span()).ok());
     }
   }
+}
+
+// What a planner projects for a part read (PartReadScratch) bounds what the
+// read holds, over every encoding that decodes runs (a copied blosc frame,
+// read run by run, too), and is far below the chunk; parts that may be read
+// through the whole chunk have no such bound.
+TEST(PartialReadTest, APartsScratchIsWithinWhatThePlannerProjects) {
+  std::mt19937_64 rng(29);
+  const Shape shape = {300, 2000};
+  const Shape chunks = {300, 1000};  // 2.4 MB float64 chunks
+  const Shape max_part = {60, 250};
+  for (const Encoding& e : Encodings()) {
+    if (!e.reads_runs) continue;
+    SCOPED_TRACE(e.name);
+    auto store = std::make_shared<MemoryStore>();
+    auto a = Write(store, Meta(e, DTypeId::kFloat64, shape, chunks), 7);
+    const std::optional<int64_t> projected = a->PartReadScratch(max_part);
+    ASSERT_TRUE(projected.has_value());
+    // Raw runs are fetched up to 4 MB at a time; blosc's a few blocks.
+    EXPECT_LT(*projected, e.codecs.empty() ? a->chunk_bytes() + 4096 : a->chunk_bytes() / 2);
+    int64_t most = 0;
+    for (int i = 0; i < 40; ++i) {
+      const std::vector<Index> block = {0, static_cast<Index>(rng() % 2)};
+      const Box box = a->grid().BlockBox(block);
+      Box part(Shape(2), Shape(2));
+      for (int d = 0; d < 2; ++d) {
+        part.shape[d] = 1 + static_cast<Index>(rng() % max_part[d]);
+        part.origin[d] = box.origin[d] + static_cast<Index>(rng() % (box.shape[d] - part.shape[d] + 1));
+      }
+      NDArray got = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, part.shape);
+      std::shared_ptr<MemoryPool> pool = MemoryPool::Default()->NewChild({"part"});
+      ASSERT_TRUE(a->ReadChunkPart(block, part, got.view(), *pool).ok()) << part.ToString();
+      most = std::max(most, pool->peak_bytes());
+      NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, part.shape);
+      FillSynthetic(want.view(), part, shape, 7);
+      ASSERT_TRUE(ArraysEqual(got.view(), want.view())) << part.ToString();
+    }
+    EXPECT_GT(most, 0);
+    EXPECT_LE(most, *projected);
+  }
+  // Through the whole chunk: a codec that decodes no runs; a part as large
+  // as a chunk under 8 MiB (one request); a part of 65536 runs or more.
+  const Encoding z{"zstd", {ZstdSpec{3, false}}};
+  EXPECT_EQ(Write(std::make_shared<MemoryStore>(), Meta(z, DTypeId::kFloat64, shape, chunks), 1)
+                ->PartReadScratch(max_part),
+            std::nullopt);
+  auto raw = Write(std::make_shared<MemoryStore>(),
+                   Meta(Encoding{"raw", {}}, DTypeId::kFloat64, shape, chunks), 1);
+  EXPECT_EQ(raw->PartReadScratch(chunks), std::nullopt);
+  EXPECT_NE(raw->PartReadScratch({300, 999}), std::nullopt);
+  auto tall = Write(std::make_shared<MemoryStore>(),
+                    Meta(Encoding{"raw", {}}, DTypeId::kUInt8, {70000, 4}, {70000, 2}), 1);
+  EXPECT_EQ(tall->PartReadScratch({70000, 1}), std::nullopt);
+  EXPECT_NE(tall->PartReadScratch({60000, 1}), std::nullopt);
 }
 
 TEST(PartialReadTest, TheUnitIsTheBloscBlockOrNoneWhereChunksDecodeWhole) {

@@ -206,6 +206,15 @@ class ZarrArray {
   // no chunk was found. The header is read once per array.
   std::optional<int64_t> PartialReadUnit() const;
 
+  // For planners: the most a ReadChunkPart of any part no larger than
+  // `max_part` (in every axis), into a slice of a C-ordered block, holds
+  // beside its output (the scratch of decoding its runs, bounded from the
+  // same header as PartialReadUnit), or nullopt when such a part may be read
+  // through the whole chunk (a codec that cannot decode runs, a part of too
+  // many runs, a whole chunk small enough to read in one request, no stored
+  // chunk found): then it holds what ReadChunk of the chunk does.
+  std::optional<int64_t> PartReadScratch(const Shape& max_part) const;
+
   // Reads `part` (array coordinates, inside inner chunk `block` of the read
   // grid) of a sharded array into `out`: the shard's index (cached), then,
   // where the inner codec decodes runs, only the stored bytes of the inner
@@ -318,6 +327,7 @@ class ZarrArray {
   static void ReadFillJournal(std::string_view text, Index num_blocks, std::vector<Index>& out);
   mutable std::once_flag partial_unit_once_;
   mutable std::optional<int64_t> partial_unit_;  // set once, under partial_unit_once_
+  mutable std::vector<std::byte> partial_header_;  // the header partial_unit_ was read from
   // Decoded shard indexes, most recently used last (a few hundred at most).
   static constexpr size_t kIndexCacheEntries = 256;
   mutable Mutex index_mu_;
