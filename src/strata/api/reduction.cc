@@ -43,7 +43,9 @@ bool NeedsIdentity(ReduceOp op) {
 bool FailsOnAllNan(ReduceOp op) { return op == ReduceOp::kNanArgmin || op == ReduceOp::kNanArgmax; }
 
 // Blocks merged per round along each reduced axis, so that one combine task's
-// states fit in the budget with room for its output.
+// states fit in the budget with room for its output. (Not by the worker
+// count: the tree, and so the rounding of a sum, is the same on any
+// executor; the fuse pass keeps the first round even across the workers.)
 int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, const Spec& spec) {
   if (requested >= 2) return requested;
   const int64_t budget = internal_api::TaskMemoryBudget(spec);
@@ -71,6 +73,11 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
   const std::vector<int> axes = *axes_r;
   ReductionOptions ropts;
   ropts.ddof = options.ddof;
+  if (op == ReduceOp::kMean) {
+    // Every final state covers the reduced axes whole: no count per element.
+    ropts.count = 1;
+    for (int a : axes) ropts.count *= x.shape()[a];
+  }
   Result<std::shared_ptr<const ReductionKernel>> kernel_r =
       MakeReductionKernel(op, x.dtype(), ropts);
   if (!kernel_r.ok()) return Array::FromStatus(kernel_r.status());

@@ -406,7 +406,7 @@ TEST(ReductionApiTest, ResultsIndependentOfSplitEvery) {
 }
 
 TEST(ReductionApiTest, LargeStatesAreMergedFewAtATime) {
-  // A mean over the first axis of 8 blocks whose (count, sum) states are 16 MB
+  // A mean over the first axis of 8 blocks whose (sum) states are 16 MB
   // each: a combine merges at most Tuning::max_combine_state_bytes (64 MB) of
   // them, 4 here, so two rounds (8 -> 2 -> 1), not one round of all 8; the
   // states it waits for stay few and are reused. Small states still merge up
@@ -415,7 +415,7 @@ TEST(ReductionApiTest, LargeStatesAreMergedFewAtATime) {
   Spec spec;
   spec.allowed_mem = "2GB";
   spec.workers = 2;
-  Array x = random::random({8, 1000, 1000}, {1, 1000, 1000}, 3, spec);
+  Array x = random::random({8, 2000, 1000}, {1, 2000, 1000}, 3, spec);
   Array m = mean(x, {0});
   Result<std::shared_ptr<const Plan>> p = plan({m});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -430,9 +430,9 @@ TEST(ReductionApiTest, LargeStatesAreMergedFewAtATime) {
   rec->ExpectWithinBudget();
   Result<NDArray> whole = compute(x);
   ASSERT_TRUE(whole.ok());
-  for (Index k : {Index{0}, Index{123456}, Index{999999}}) {
+  for (Index k : {Index{0}, Index{1234567}, Index{1999999}}) {
     double s = 0;
-    for (Index t = 0; t < 8; ++t) s += whole->data_as<double>()[t * 1000000 + k];
+    for (Index t = 0; t < 8; ++t) s += whole->data_as<double>()[t * 2000000 + k];
     EXPECT_NEAR(got->data_as<double>()[k], s / 8, 1e-12) << k;
   }
   // 8 MB blocks of small states (a mean over the last axis): one round.
@@ -441,6 +441,56 @@ TEST(ReductionApiTest, LargeStatesAreMergedFewAtATime) {
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_NE((*q)->ToText().find("mean-combine-1"), std::string::npos);
   EXPECT_EQ((*q)->ToText().find("mean-combine-2"), std::string::npos) << (*q)->ToText();
+}
+
+// Quadratic means' geometry, scaled down: 20 blocks along the reduced axis,
+// their states merged 4 at a time, on 2 workers. Fusing the partials into
+// the first combine would make 5 tasks of 4 blocks, 3 rounds (12 blocks'
+// time) where the 20 partials take 10: declined. A mean's state is its sum
+// alone, half a (count, sum) tuple.
+TEST(ReductionApiTest, FusionKeepsEveryWorkerBusy) {
+  if (GetTuning().tiny) GTEST_SKIP() << "STRATA_TINY merges 2 at a time anyway";
+  // A budget of 4 states of 480 kB per combine (quadratic means' is
+  // max_combine_state_bytes).
+  Spec spec;
+  spec.allowed_mem = "7MB";
+  spec.reserved_mem = "1MB";
+  spec.workers = 2;
+  Array x = random::random({20, 300, 200}, {1, 300, 200}, 5, spec);
+  Array m = mean(x * x, {0});
+  Result<std::shared_ptr<const Plan>> p = plan({m});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const std::string text = (*p)->ToText();
+  int seen = 0;
+  for (const PlannedOp& op : (*p)->ops()) {
+    if (op.node->op_name == "mean-partial") {
+      ++seen;
+      EXPECT_TRUE(op.materialized) << text;
+      EXPECT_EQ(op.node->num_blocks(), 20) << text;
+      EXPECT_EQ(op.node->shape.back(), 1) << "one state slot\n" << text;
+    }
+    if (op.node->op_name == "mean-combine-1") {
+      ++seen;
+      EXPECT_EQ(op.node->num_blocks(), 5) << text;
+    }
+  }
+  EXPECT_EQ(seen, 2) << text;
+  EXPECT_NE(text.find("20 tasks would become 5, taking 12 of their tasks' time on 2 workers "
+                      "instead of 10"),
+            std::string::npos)
+      << text;
+  Result<NDArray> got = compute(m);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  Result<NDArray> whole = compute(x);
+  ASSERT_TRUE(whole.ok());
+  for (Index k : {Index{0}, Index{31337}, Index{59999}}) {
+    double s = 0;
+    for (Index t = 0; t < 20; ++t) {
+      const double v = whole->data_as<double>()[t * 60000 + k];
+      s += v * v;
+    }
+    EXPECT_NEAR(got->data_as<double>()[k], s / 20, 1e-12) << k;
+  }
 }
 
 TEST(ReductionApiTest, ResultDTypesOfOtherInputs) {

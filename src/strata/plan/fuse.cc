@@ -5,7 +5,10 @@
 // exchange gathers slices from its input's tier: those are not source reads),
 // and its projected memory stays within allowed_mem. Nothing is fused into an
 // exchange (it is where data moves). Fusing a many-task op into a consumer
-// with few tasks would leave workers idle, so that is declined too. An op
+// with few tasks would leave workers idle, so that is declined too, as is a
+// fusion whose fewer, larger tasks divide unevenly among the workers and so
+// lengthen the stage by more than 5% (10 tasks become 5 of twice the work:
+// 3 rounds on 2 workers, 6 tasks' time instead of 5). An op
 // whose node asks to stay materialized (Node::keep_materialized) is never
 // fused. Each decision is noted in the plan.
 #include <fmt/format.h>
@@ -66,10 +69,21 @@ Status Fuse(PlanDraft& d) {
       std::string why;
       const int64_t producer_tasks = node.num_blocks();
       const int64_t consumer_tasks = root_node.num_blocks();
-      const int64_t enough = 2 * static_cast<int64_t>(d.spec.workers);
+      const int64_t workers = std::max(1, d.spec.workers);
+      const int64_t enough = 2 * workers;
+      // The stage's length in the producer's tasks: its rounds on the
+      // workers times what one of its tasks does.
+      const int64_t span_before = (producer_tasks + workers - 1) / workers;
+      const int64_t span_after = consumer_tasks <= 0 ? 0
+                                 : (consumer_tasks + workers - 1) / workers *
+                                       ((producer_tasks + consumer_tasks - 1) / consumer_tasks);
       if (consumer_tasks < producer_tasks && consumer_tasks < enough) {
         why = fmt::format("{} tasks would become {}, fewer than 2 per worker", producer_tasks,
                           consumer_tasks);
+      } else if (consumer_tasks < producer_tasks && span_after * 20 > span_before * 21) {
+        why = fmt::format("{} tasks would become {}, taking {} of their tasks' time on {} workers "
+                          "instead of {}",
+                          producer_tasks, consumer_tasks, span_after, workers, span_before);
       } else if (sources > kMaxFusedSourceArrays) {
         why = fmt::format("{} source arrays > {}", sources, kMaxFusedSourceArrays);
       } else if (blocks > kMaxFusedInputBlocks && !exchange) {

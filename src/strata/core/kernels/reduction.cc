@@ -133,7 +133,7 @@ Result<std::shared_ptr<const ReductionKernel>> MakeReductionKernel(ReduceOp op, 
     case ReduceOp::kSum:
     case ReduceOp::kProd:
     case ReduceOp::kMean:
-      return MakeSumKernel(op, input);
+      return MakeSumKernel(op, input, options.count);
     case ReduceOp::kAll:
     case ReduceOp::kAny:
     case ReduceOp::kCountNonzero:

@@ -43,6 +43,11 @@ std::string_view ReduceOpName(ReduceOp op);
 
 struct ReductionOptions {
   int ddof = 0;  // var/std: divide by count - ddof
+  // mean: when positive, the number of elements every final state covers (a
+  // reduction over whole axes, not group-by): the state is the sum alone,
+  // half the bytes of a (count, sum) tuple, and Finalize divides by it (the
+  // same result, bit for bit).
+  Index count = 0;
 };
 
 class ReductionKernel {

@@ -498,6 +498,10 @@ class FoldKernel final : public KernelBase {
 
   using KernelBase::KernelBase;
 
+  // Without a count slot: Finalize gives acc / count, every state covering
+  // `count` elements in the end (mean over whole axes). Before sharing.
+  void DivideResultsBy(Index count) { divisor_ = count; }
+
   void Partial(const ConstArrayView& in, std::span<const int> axes,
                std::span<const Index> in_origin, std::span<const Index> array_shape,
                const ArrayView& state) const override {
@@ -554,6 +558,8 @@ class FoldKernel final : public KernelBase {
             const Acc acc = SlotRef<Acc>(t, kAccSlot, ts);
             if constexpr (kHasCount) {
               r = static_cast<R>(acc / std::real(SlotRef<Acc>(t, 0, ts)));
+            } else if constexpr (std::is_floating_point_v<Acc> || kIsComplex<Acc>) {
+              r = static_cast<R>(divisor_ > 0 ? acc / static_cast<double>(divisor_) : acc);
             } else {
               r = static_cast<R>(acc);
             }
@@ -595,6 +601,8 @@ class FoldKernel final : public KernelBase {
   }
 
  private:
+  Index divisor_ = 0;
+
   static void SetEmpty(std::byte* t, Index ts) {
     if constexpr (kHasCount) SlotRef<Acc>(t, 0, ts) = Acc(0);
     SlotRef<Acc>(t, kAccSlot, ts) = Fold::Identity();
@@ -603,7 +611,8 @@ class FoldKernel final : public KernelBase {
 
 // Family factories (one per source file). The op and dtype are valid for the
 // family (MakeReductionKernel checks).
-std::shared_ptr<const ReductionKernel> MakeSumKernel(ReduceOp op, DType input);
+// A mean with a positive `count` keeps the sum alone (ReductionOptions::count).
+std::shared_ptr<const ReductionKernel> MakeSumKernel(ReduceOp op, DType input, Index count);
 std::shared_ptr<const ReductionKernel> MakeLogicalKernel(ReduceOp op, DType input);
 std::shared_ptr<const ReductionKernel> MakeMinMaxKernel(ReduceOp op, DType input);
 std::shared_ptr<const ReductionKernel> MakeMomentsKernel(ReduceOp op, DType input, int ddof);

@@ -39,7 +39,7 @@ struct ProdFold {
 
 }  // namespace
 
-std::shared_ptr<const ReductionKernel> MakeSumKernel(ReduceOp op, DType input) {
+std::shared_ptr<const ReductionKernel> MakeSumKernel(ReduceOp op, DType input, Index count) {
   return VisitDType(input, [&](auto tag) -> std::shared_ptr<const ReductionKernel> {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
@@ -61,6 +61,12 @@ std::shared_ptr<const ReductionKernel> MakeSumKernel(ReduceOp op, DType input) {
       case ReduceOp::kMean: {
         using MeanAcc = std::conditional_t<kIsComplex<T>, std::complex<double>, double>;
         using MeanR = std::conditional_t<kIsComplex<T> || std::is_floating_point_v<T>, T, double>;
+        if (count > 0) {
+          auto sum = std::make_shared<FoldKernel<SumFold<C, MeanAcc>, MeanR, false, false>>(
+              op, input, DTypeOf<MeanR>(), DTypeOf<MeanAcc>(), 1);
+          sum->DivideResultsBy(count);
+          return sum;
+        }
         return std::make_shared<FoldKernel<SumFold<C, MeanAcc>, MeanR, true, true>>(
             op, input, DTypeOf<MeanR>(), DTypeOf<MeanAcc>(), 2);
       }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <complex>
 #include <limits>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "strata/core/dtype_dispatch.h"
+#include "strata/core/kernels/elementwise.h"
 #include "strata/core/kernels/reduction_test_util.h"
 
 namespace strata {
@@ -707,6 +709,46 @@ TEST(ReductionTest, ResultAndStateDTypes) {
   auto k = *MakeReductionKernel(ReduceOp::kMean, DTypeId::kFloat64);
   const int axes[] = {0, 2};
   EXPECT_EQ(k->StateShape(Shape{4, 5, 6}, axes), Shape({1, 5, 1, 2}));
+}
+
+// A mean over whole axes (ReductionOptions::count) keeps the sum alone and
+// gives the same bits as the (count, sum) state's, over any tree of states.
+TEST(ReductionTest, MeanWithAKnownCountKeepsTheSumAlone) {
+  for (DTypeId in : {DTypeId::kFloat64, DTypeId::kFloat32, DTypeId::kInt32}) {
+    SCOPED_TRACE(DType(in).name());
+    auto counted = *MakeReductionKernel(ReduceOp::kMean, in);
+    ReductionOptions o;
+    o.count = 6 * 7;
+    auto summed = *MakeReductionKernel(ReduceOp::kMean, in, o);
+    EXPECT_EQ(summed->state_width(), 1);
+    EXPECT_EQ(summed->state_dtype(), counted->state_dtype());
+    EXPECT_EQ(summed->result_dtype(), counted->result_dtype());
+    NDArray x64 = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, {6, 7, 5});
+    for (Index i = 0; i < x64.num_elements(); ++i) {
+      x64.data_as<double>()[i] = std::sin(static_cast<double>(i)) * 1000.0 + 0.1;
+    }
+    NDArray x = *NDArray::Allocate(*MemoryPool::Default(), in, x64.shape());
+    ASSERT_TRUE(Cast(x64.view(), x.view()).ok());
+    auto mean_of = [&](const ReductionKernel& k) {
+      // Two chunks of rows (4 and 2), combined, then finalized.
+      const int axes[] = {0, 1};
+      MemoryPool& pool = *MemoryPool::Default();
+      NDArray states = *NDArray::Allocate(pool, k.state_dtype(), Shape{2, 1, 5, k.state_width()});
+      const Index rows[] = {0, 4, 6};
+      for (int c = 0; c < 2; ++c) {
+        Box part({rows[c], 0, 0}, {rows[c + 1] - rows[c], 7, 5});
+        Box slot({c, 0, 0, 0}, {1, 1, 5, k.state_width()});
+        k.Partial(x.view().Slice(part), axes, part.origin, x.shape(), states.view().Slice(slot));
+      }
+      NDArray one = *NDArray::Allocate(pool, k.state_dtype(), Shape{1, 1, 5, k.state_width()});
+      k.Combine(states.view(), axes, one.view());
+      NDArray result = *NDArray::Allocate(pool, k.result_dtype(), Shape{1, 1, 5});
+      k.Finalize(one.view(), result.view());
+      return result;
+    };
+    NDArray a = mean_of(*counted), b = mean_of(*summed);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())), 0);
+  }
 }
 
 TEST(ReductionTest, UndefinedOpsAreInvalidArgument) {
