@@ -286,27 +286,35 @@ def _slow_run(spec):
     return strata.map_blocks(slow, x).rechunk((48, 8)) * 2
 
 
-def test_worker_killed_mid_run_is_survived(client, dask_spec):
-    y = _slow_run(dask_spec)
-
+def _survives_a_kill(client, spec, choose_victim):
+    """Runs _slow_run(spec), SIGKILLs the worker choose_victim() names (None:
+    none yet) after a task ends, once, and checks the result and that the
+    cluster gets its worker back."""
     killed = []
 
     class KillOnce(strata.Callback):
         def on_task_end(self, event):
             if killed:
                 return
-            processing = {w: ks for w, ks in client.processing().items() if ks}
-            if not processing:
+            victim = choose_victim()
+            if victim is None:
                 return
-            victim = sorted(processing)[0]
-            pids = client.run(os.getpid, workers=[victim])
+            pid = client.run(os.getpid, workers=[victim])[victim]
             killed.append(victim)
-            threading.Thread(target=os.kill, args=(pids[victim], signal.SIGKILL)).start()
+            threading.Thread(target=os.kill, args=(pid, signal.SIGKILL)).start()
 
-    out = y.compute(callbacks=[KillOnce()])
+    out = _slow_run(spec).compute(callbacks=[KillOnce()])
     assert killed
     same_bytes(out, (DATA + 1) * 2)
     client.wait_for_workers(3, timeout=60)
+
+
+def test_worker_killed_mid_run_is_survived(client, dask_spec):
+    def a_busy_worker():
+        processing = {w: ks for w, ks in client.processing().items() if ks}
+        return sorted(processing)[0] if processing else None
+
+    _survives_a_kill(client, dask_spec, a_busy_worker)
 
 
 def test_a_worker_killed_with_the_payloads_last_copy_is_survived(client, dask_spec):
@@ -314,27 +322,15 @@ def test_a_worker_killed_with_the_payloads_last_copy_is_survived(client, dask_sp
     # drops the copies no queued task wants (seen in CI: the worker killed
     # above held the last one, and the run failed with "future cancelled").
     # Here the copies are dropped to one first, and its holder killed.
-    y = _slow_run(dask_spec)
-    killed = []
+    def the_payloads_only_holder():
+        keys = [k for k in client.who_has() if str(k).startswith("strata-payload-")]
+        assert len(keys) == 1, keys
+        client.sync(client.scheduler.replicate, keys=keys, n=1)
+        holders = client.who_has()[keys[0]]
+        assert len(holders) == 1, holders
+        return holders[0]
 
-    class KillThePayloadsHolder(strata.Callback):
-        def on_task_end(self, event):
-            if killed:
-                return
-            keys = [k for k in client.who_has() if str(k).startswith("strata-payload-")]
-            assert len(keys) == 1, keys
-            client.sync(client.scheduler.replicate, keys=keys, n=1)
-            holders = client.who_has()[keys[0]]
-            assert len(holders) == 1, holders
-            victim = holders[0]
-            pid = client.run(os.getpid, workers=[victim])[victim]
-            killed.append(victim)
-            threading.Thread(target=os.kill, args=(pid, signal.SIGKILL)).start()
-
-    out = y.compute(callbacks=[KillThePayloadsHolder()])
-    assert killed
-    same_bytes(out, (DATA + 1) * 2)
-    client.wait_for_workers(3, timeout=60)
+    _survives_a_kill(client, dask_spec, the_payloads_only_holder)
 
 
 def test_admission_by_worker_resources():
