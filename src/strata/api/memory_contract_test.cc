@@ -19,6 +19,7 @@
 
 #include "strata/api/memory_contract_test_util.h"
 #include "strata/base/temp_dir.h"
+#include "strata/base/tuning.h"
 #include "strata/core/synthetic.h"
 #include "strata/strata.h"
 
@@ -83,6 +84,40 @@ TEST(MemoryContractTest, Reduction) {
       for (Index i = 0; i < shape[0]; ++i) s += At(shape, 3, i, j) * At(shape, 3, i, j);
       EXPECT_NEAR(h.results[0].data_as<double>()[j], s / shape[0], 1e-12);
     }
+  }
+}
+
+// Means of products of two Zarr arrays of 64 MB chunks (quadratic means):
+// the partial reductions, one sibling group, read each chunk a strip of
+// Tuning::stream_part_bytes at a time (whole chunks would be projected at
+// more than 2 chunks), and the states are the whole chunk's bit for bit.
+TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
+  const Shape shape = {256, 256, 128};
+  const Index plane = 256 * 128;
+  const int64_t chunk_bytes = NumElements(shape) * 8;
+  TempDir dir;
+  const std::string u_path = dir.path() + "/u.zarr", v_path = dir.path() + "/v.zarr";
+  ASSERT_TRUE(compute(to_zarr(random::random(shape, shape, 11), u_path)).ok());
+  ASSERT_TRUE(compute(to_zarr(random::random(shape, shape, 12), v_path)).ok());
+  const Builder build = [&](const Spec& spec) {
+    Array u = from_zarr(u_path, spec), v = from_zarr(v_path, spec);
+    return std::vector<Array>{mean(u * v, {0}), mean(u * u, {0})};
+  };
+  if (!GetTuning().tiny) {  // tiny strips hold less than the 4 blosc blocks a strip needs
+    EXPECT_LT(testing_util::MaxProjection(build(BudgetSpec(4000 * kMB))), 2 * chunk_bytes);
+  }
+  History h = RunTight(build, plane * 8);  // a state
+  ASSERT_EQ(h.results.size(), 2u);
+  for (Index i : {Index{0}, plane - 1, Index{7777}}) {
+    double uv = 0, uu = 0;  // folded in order, as the state is
+    for (Index t = 0; t < shape[0]; ++t) {
+      const double a = SyntheticUniform(11, static_cast<uint64_t>(t * plane + i));
+      const double b = SyntheticUniform(12, static_cast<uint64_t>(t * plane + i));
+      uv += a * b;
+      uu += a * a;
+    }
+    EXPECT_EQ(h.results[0].data_as<double>()[i], uv / 256) << i;
+    EXPECT_EQ(h.results[1].data_as<double>()[i], uu / 256) << i;
   }
 }
 

@@ -149,7 +149,52 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
                                      nominal[strip_axis]);
       strip_elements = strip_rows * row;
     }
+    // Where x's leaves are big Zarr chunks, the runtime reads them a strip
+    // at a time instead and folds each strip in (Node::fold_strip): strips
+    // along the outermost axis longer than 1, about Tuning::stream_part_bytes
+    // each, so a strip is a few contiguous runs of a chunk's stored blocks.
+    // Along a reduced axis, strips fold into the state in order
+    // (PartialInto), the whole block's state bit for bit when a later axis is
+    // kept.
+    int part_axis = -1;
+    for (int a = 0; a < rank && part_axis < 0; ++a) {
+      if (nominal[a] > 1) part_axis = a;
+    }
+    Shape part_strip;
+    if (part_axis >= 0) {
+      bool later_kept = false;
+      for (int a = part_axis + 1; a < rank; ++a) later_kept |= !is_reduced(a);
+      const bool folds = !is_reduced(part_axis) || (kernel->folds_in_order() && later_kept);
+      const int64_t per_index =
+          NumElements(nominal) / nominal[part_axis] * static_cast<int64_t>(x.dtype().size());
+      const Index part_rows = std::clamp<Index>(
+          GetTuning().stream_part_bytes / std::max<int64_t>(per_index, 1), 1, nominal[part_axis]);
+      if (folds && part_rows < nominal[part_axis]) {
+        part_strip = nominal;
+        part_strip[part_axis] = part_rows;
+      }
+    }
+    const bool part_axis_reduced = part_axis >= 0 && is_reduced(part_axis);
     const DType idt = x.dtype();
+    StripFoldFunction fold_strip;
+    if (!part_strip.empty()) {
+      fold_strip = [kernel, axes, array_shape, part_axis, part_axis_reduced](
+                       const ConstArrayView& values, std::span<const Index> origin,
+                       const Box& strip, bool first, const ArrayView& state) {
+        if (part_axis_reduced) {
+          if (first) {
+            kernel->Partial(values, axes, origin, array_shape, state);
+          } else {
+            kernel->PartialInto(values, axes, origin, array_shape, state);
+          }
+          return;
+        }
+        Box state_part = Box::FromShape(state.shape());
+        state_part.origin[part_axis] = strip.origin[part_axis];
+        state_part.shape[part_axis] = strip.shape[part_axis];
+        kernel->Partial(values, axes, origin, array_shape, state.Slice(state_part));
+      };
+    }
     BlockFunction fn = [kernel, axes, array_shape, sdt, idt, strip_axis,
                         strip_rows](const BlockRequest& r) -> Result<NDArray> {
       STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(*r.pool, sdt, r.box.shape));
@@ -193,6 +238,8 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
                           [&](Node& node) {
                             node.streams_input = true;
                             node.stream_strip_elements = strip_elements;
+                            node.stream_part_strip = part_strip;
+                            node.fold_strip = fold_strip;
                           });
   }
 

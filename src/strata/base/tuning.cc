@@ -12,6 +12,7 @@ const Tuning& GetTuning() {
     if (tiny && std::strcmp(tiny, "1") == 0) {
       t.tiny = true;
       t.stream_strip_bytes = 256;
+      t.stream_part_bytes = 2048;
       t.auto_chunk_min_bytes = 4096;
       t.ram_for_intermediates_cap = 64 << 10;
       t.max_split_every = 2;

@@ -19,6 +19,9 @@ struct Tuning {
   bool tiny = false;
   // Strips a streamed elementwise chain is computed in (per level).
   int64_t stream_strip_bytes = int64_t{1} << 20;
+  // Strips a streamed chain whose leaves are big Zarr chunks reads them in
+  // (Node::stream_part_strip): several stored blocks of a chunk each.
+  int64_t stream_part_bytes = int64_t{16} << 20;
   // The smallest target of "auto" chunks.
   int64_t auto_chunk_min_bytes = int64_t{1} << 20;
   // A cap on the RAM of the memory tier (-1: none): past it every

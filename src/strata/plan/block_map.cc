@@ -306,6 +306,15 @@ Index CountInputBlocks(const InputMap& map, std::span<const Index> out_block) {
   return n;
 }
 
+Shape InputPartShape(const InputMap& map, const ChunkGrid& in_grid, std::span<const Index> part) {
+  Shape shape(in_grid.rank());
+  for (int i = 0; i < in_grid.rank(); ++i) {
+    const AxisMap& a = map.axes[i];
+    shape[i] = a.kind() == AxisMap::Kind::kFixed ? in_grid.chunk_shape()[i] : part[a.out_axis()];
+  }
+  return shape;
+}
+
 namespace {
 
 // Per output axis, the output blocks that read `in_block`; false when none

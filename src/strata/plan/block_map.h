@@ -197,6 +197,12 @@ void ForEachInputBlock(const InputMap& map, std::span<const Index> out_block,
                        const std::function<void(std::span<const Index>)>& fn);
 Index CountInputBlocks(const InputMap& map, std::span<const Index> out_block);
 
+// The most a region of shape `part` of an elementwise op's output block
+// reads of an input block through `map` (identity or fixed axes, as a
+// streamed chain's): `part` on mapped axes, the input's nominal block on
+// fixed ones.
+Shape InputPartShape(const InputMap& map, const ChunkGrid& in_grid, std::span<const Index> part);
+
 // Calls fn(out_block) for every output block (of a grid with `out_grid_shape`
 // blocks) that reads input block `in_block`.
 void ForEachConsumer(const InputMap& map, std::span<const Index> in_block,

@@ -1,6 +1,7 @@
 #include "strata/plan/memory_model.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,44 @@ int64_t MaxInputs(const InputMap& map) {
 }
 
 }  // namespace
+
+bool ReadsInParts(const Node& given, const Shape& part, const OpLookup& op_of, bool* zarr) {
+  const PlannedOp& op = op_of(given);
+  const Node& node = *op.node;
+  if ((node.region_fn || node.virtual_fill) && !op.materialized) {  // streamable
+    if (node.virtual_fill) return true;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const Node& in = *op_of(*node.inputs[j]).node;
+      if (!ReadsInParts(in, InputPartShape(node.maps[j], in.grid, part), op_of, zarr)) return false;
+    }
+    return true;
+  }
+  if (node.kind == NodeKind::kMemorySource) return true;
+  if (op.materialized || node.kind != NodeKind::kZarrSource || !(node.grid == node.zarr->grid())) {
+    return false;
+  }
+  *zarr = true;
+  return node.zarr->StripReadScratch(part).has_value();
+}
+
+bool StreamsParts(const Node& node, const OpLookup& op_of) {
+  bool zarr = false;
+  return node.streams_input && node.inputs.size() == 1 && node.fold_strip &&
+         !node.stream_part_strip.empty() &&
+         ReadsInParts(*node.inputs[0], node.stream_part_strip, op_of, &zarr) && zarr;
+}
+
+bool StripsTogether(std::span<const Node* const> members, const OpLookup& op_of) {
+  const Node& lead = *members[0];
+  for (const Node* m : members) {
+    if (!StreamsParts(*m, op_of) || m->stream_part_strip != lead.stream_part_strip ||
+        !SameMap(m->maps[0], lead.maps[0]) ||
+        !(op_of(*m->inputs[0]).node->grid == op_of(*lead.inputs[0]).node->grid)) {
+      return false;
+    }
+  }
+  return true;
+}
 
 CopyCosts TierCopies(Tier tier, CopyCosts ends) {
   if (tier == Tier::kObject) return {ends.read + 1, ends.write + 1};
@@ -143,6 +182,16 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
     }
     return {block + staged, block};
   }
+  if (StreamsParts(node)) {
+    // The input chain is computed strip by strip, each leaf read a strip at
+    // a time (TaskRunner::FoldStrips): no leaf block is ever whole.
+    const Node& in = *OpOf(*node.inputs[0]).node;
+    Cost c = PartsCost(in, node.stream_part_strip);
+    // A chain is computed into a piece; a leaf's part is folded as read.
+    const int64_t own =
+        StreamableHere(in) ? NumElements(node.stream_part_strip) * in.dtype.size() : 0;
+    return {std::max(c.peak, c.held) + own + node.extra_mem + block, block};
+  }
   if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
     // The input chain is computed strip by strip: its leaves' blocks are
     // held for the task, plus one strip of scratch per level.
@@ -179,6 +228,68 @@ int64_t MemoryModel::PartReadPeak(const Node& given, int root) const {
 bool MemoryModel::StreamableHere(const Node& given) const {
   const PlannedOp& op = OpOf(given);
   return (op.node->region_fn || op.node->virtual_fill) && !op.materialized;
+}
+
+bool MemoryModel::StreamsParts(const Node& node) const {
+  return strata::StreamsParts(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
+}
+
+int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
+  int64_t held = 0, chain = 0;
+  std::map<std::pair<const Node*, Shape>, int64_t> leaves;
+  std::map<DTypeId, int64_t> pieces;
+  for (int m : members) {
+    const Node& node = *ops_[m].node;
+    const Node& in = *OpOf(*node.inputs[0]).node;
+    const Shape& strip = node.stream_part_strip;
+    // Its state for the whole task, a piece per dtype of the chains, a
+    // chain's strips while it computes one (a leaf's part is held once for
+    // all).
+    held += node.max_block_bytes() + node.extra_mem;
+    if (StreamableHere(in)) pieces[in.dtype.id()] = NumElements(strip) * in.dtype.size();
+    chain = std::max(chain, PartsCost(in, strip).peak);
+    PartsLeaves(in, strip, leaves);
+  }
+  for (const auto& [leaf, bytes] : leaves) held += bytes;
+  for (const auto& [dtype, bytes] : pieces) held += bytes;
+  return reserved_ + held + chain;
+}
+
+void MemoryModel::PartsLeaves(const Node& given, const Shape& part,
+                              std::map<std::pair<const Node*, Shape>, int64_t>& out) const {
+  const Node& node = *OpOf(given).node;
+  if (StreamableHere(node)) {
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const Node& in = *OpOf(*node.inputs[j]).node;
+      PartsLeaves(in, InputPartShape(node.maps[j], in.grid, part), out);
+    }
+  } else if (node.kind == NodeKind::kZarrSource) {
+    out[{&node, part}] = NumElements(part) * node.dtype.size();
+  }
+}
+
+MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part) const {
+  const Node& node = *OpOf(given).node;
+  if (StreamableHere(node)) {
+    Cost total;
+    if (node.virtual_fill) return total;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const Node& in = *OpOf(*node.inputs[j]).node;
+      const Shape p = InputPartShape(node.maps[j], in.grid, part);
+      Cost c = PartsCost(in, p);
+      if (StreamableHere(in)) {  // its strip is computed into a scratch
+        c.held += NumElements(p) * in.dtype.size();
+        c.peak = std::max(c.peak, c.held);
+      }
+      total.peak = std::max(total.peak, total.held + c.peak);
+      total.held += c.held;
+    }
+    return total;
+  }
+  if (node.kind == NodeKind::kMemorySource) return {};
+  // A Zarr leaf: its last strip is held for the chain's other uses of it.
+  const int64_t strip = NumElements(part) * node.dtype.size();
+  return {strip + node.zarr->StripReadScratch(part).value_or(ZarrChunkReadBytes(node)), strip};
 }
 
 // Leaves of a streamed elementwise chain (held whole) and a strip of
@@ -250,6 +361,7 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
 void MemoryModel::Leaves(const Node& given, int root, std::unordered_map<const Node*, int64_t>& out,
                          int64_t mult) const {
   const Node& node = *OpOf(given).node;
+  if (StreamsParts(node)) return;  // its leaves are read a strip at a time, never held
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const PlannedOp& in = OpOf(*node.inputs[i]);
     const int64_t n = mult * MaxInputs(node.maps[i]);
@@ -265,6 +377,11 @@ void MemoryModel::Leaves(const Node& given, int root, std::unordered_map<const N
 int64_t MemoryModel::ProjectGroup(const PlannedOp& leader) const {
   std::vector<int> members = {leader.index};
   members.insert(members.end(), leader.siblings.begin(), leader.siblings.end());
+  std::vector<const Node*> nodes;
+  for (int m : members) nodes.push_back(ops_[m].node.get());
+  if (StripsTogether(nodes, [this](const Node& n) -> const PlannedOp& { return OpOf(n); })) {
+    return ProjectStrips(members);
+  }
   std::unordered_map<const Node*, int64_t> leaves;
   for (int m : members) Leaves(*ops_[m].node, m, leaves, 1);
   int64_t held = 0, scratch = 0, outputs = 0;

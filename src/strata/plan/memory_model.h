@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -100,6 +101,24 @@ int64_t LeafReadBytes(const Node& node);
 int64_t InPlaceRechunkBytes(const Node& source, const ChunkGrid& target, int write_copies);
 
 // Per-task memory of the ops of a plan (or a draft of one).
+// The op computing a node (itself, or what the planner put in its place).
+using OpLookup = std::function<const PlannedOp&(const Node&)>;
+
+// Reading Zarr leaves a strip at a time, as the runtime (TaskRunner::
+// FoldStrips) does and the model projects; both decide with these.
+//
+// True when every leaf of `node` (a streamable chain or a leaf itself)
+// reads a region of `part`'s shape in runs (a Zarr source:
+// ZarrArray::StripReadScratch) or costs nothing to slice (a memory or
+// virtual array); `zarr` is set when one is a Zarr source.
+bool ReadsInParts(const Node& node, const Shape& part, const OpLookup& op_of, bool* zarr);
+// True when `node` folds its input in Node::stream_part_strip strips with
+// every Zarr leaf read a strip at a time.
+bool StreamsParts(const Node& node, const OpLookup& op_of);
+// True when a sibling group's `members` fold their inputs' strips in
+// lockstep: each StreamsParts, the same strip of inputs on one grid.
+bool StripsTogether(std::span<const Node* const> members, const OpLookup& op_of);
+
 class MemoryModel {
  public:
   // `index` maps every node (aliases included) to its op in `ops`.
@@ -136,6 +155,18 @@ class MemoryModel {
   const PlannedOp& OpOf(const Node& node) const { return ops_[index_.at(&node)]; }
   bool StreamableHere(const Node& node) const;
   Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
+  bool StreamsParts(const Node& node) const;
+  // A sibling group whose members StripsTogether holds every member's state,
+  // a piece per dtype, each leaf's strip once, and one member's chain at a
+  // time.
+  int64_t ProjectStrips(std::span<const int> members) const;
+  // A chain computed for one strip of `part`'s shape with its Zarr leaves
+  // read in parts: a strip held per leaf reference, one per streamed level,
+  // and a part read's scratch at its peak.
+  Cost PartsCost(const Node& node, const Shape& part) const;
+  // The Zarr leaves of such a chain with the bytes of the part each holds.
+  void PartsLeaves(const Node& node, const Shape& part,
+                   std::map<std::pair<const Node*, Shape>, int64_t>& out) const;
   Cost Gather(const Node& node, int root) const;
   // The peak of one read through BlockRequest::read_part of a block of
   // partial input `in` (beyond the part itself, which the op allocates).

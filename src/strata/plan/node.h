@@ -83,6 +83,14 @@ using FoldFunction =
 // same bytes as combining them all at once.
 using MergeFunction = std::function<void(const ConstArrayView& state, const ArrayView& acc)>;
 
+// Folds the values of one strip of a partial reduction's input block (`strip`
+// in block coordinates, `origin` its place in the array) into the block's
+// state `state`: strips come in order along Node::stream_part_strip's axis,
+// and `first` says the state is fresh.
+using StripFoldFunction = std::function<void(const ConstArrayView& values,
+                                             std::span<const Index> origin, const Box& strip,
+                                             bool first, const ArrayView& state)>;
+
 // Computes an elementwise op on views already broadcast to `out`'s shape.
 using RegionFunction =
     std::function<Status(std::span<const ConstArrayView> inputs, const ArrayView& out)>;
@@ -124,6 +132,13 @@ struct Node {
   // and the most elements one strip of its input holds.
   bool streams_input = false;
   int64_t stream_strip_elements = 0;
+  // The strip of a nominal input block (along its outermost axis longer
+  // than 1, whole on the others) the consumer folds in with fold_strip when
+  // the input's leaves are Zarr chunks that read such a strip in runs: the
+  // runtime then computes the input strip by strip, every leaf read a strip
+  // at a time, and never calls fn (TaskRunner::FoldStrips). Empty: none.
+  Shape stream_part_strip;
+  StripFoldFunction fold_strip;
   // A reduction's combine round: its blocks are the fold of its input
   // blocks. When those are computed in the same task (partials, or combine
   // rounds fused into it), the runtime folds the fused tree's leaves one at

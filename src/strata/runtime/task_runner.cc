@@ -4,6 +4,7 @@
 
 #include "strata/base/thread_annotations.h"
 #include "strata/core/kernels/elementwise.h"
+#include "strata/plan/memory_model.h"
 #include "strata/storage/zarr/shard.h"
 #include "strata/storage/zarr/zarr_array.h"
 
@@ -59,6 +60,12 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   request.box = box;
   request.pool = frame.pool.get();
   request.inputs.resize(node.inputs.size());
+  if (StreamsParts(node)) {
+    const Node* one[] = {&node};
+    std::vector<NDArray> outs;
+    STRATA_RETURN_IF_ERROR(FoldStrips(one, block, frame, &outs));
+    return std::move(outs[0]);
+  }
   if (node.streams_input && node.inputs.size() == 1 && Streamable(*node.inputs[0]) &&
       CountInputBlocks(node.maps[0], block) == 1) {
     // Hand the op a way to compute its input strip by strip.
@@ -516,6 +523,102 @@ bool TaskRunner::Streamable(const Node& given) const {
   return !op.materialized;
 }
 
+bool TaskRunner::StreamsParts(const Node& node) const {
+  return strata::StreamsParts(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
+}
+
+bool TaskRunner::StripsTogether(std::span<const Node* const> members) const {
+  return strata::StripsTogether(members,
+                                [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
+}
+
+Result<ConstArrayView> TaskRunner::LeafPart(const Node& node, std::span<const Index> block,
+                                            const Box& region, Frame& frame) {
+  for (const Frame::LeafPart& p : frame.leaf_parts) {
+    if (p.node == &node && std::equal(block.begin(), block.end(), p.block.begin(), p.block.end()) &&
+        p.region == region) {
+      return ConstArrayView(p.values.view());
+    }
+  }
+  // Only the stored bytes of the chunk holding the region.
+  STRATA_ASSIGN_OR_RETURN(NDArray values, NDArray::Allocate(*frame.pool, node.dtype, region.shape));
+  Box global = region;
+  for (int i = 0; i < region.rank(); ++i) global.origin[i] += node.grid.block_origin(i, block[i]);
+  STRATA_RETURN_IF_ERROR(node.zarr->ReadChunkPart(block, global, values.view(), *frame.pool).status());
+  frame.leaf_parts.push_back({&node, Shape(block.begin(), block.end()), region, std::move(values)});
+  return ConstArrayView(frame.leaf_parts.back().values.view());
+}
+
+Status TaskRunner::FoldStrips(std::span<const Node* const> members, std::span<const Index> block,
+                              Frame& frame, std::vector<NDArray>* outs) {
+  const Node& lead = *members[0];
+  const Node& lead_in = Resolve(*lead.inputs[0]);
+  Shape k;
+  ForEachInputBlock(lead.maps[0], block, [&](std::span<const Index> b) { k.assign(b.begin(), b.end()); });
+  const Box in_box = lead_in.grid.BlockBox(k);
+  const Shape& strip = lead.stream_part_strip;
+  int axis = 0;
+  while (axis + 1 < in_box.rank() && strip[axis] >= lead_in.grid.chunk_shape()[axis]) ++axis;
+  const Index rows = strip[axis];
+  // A chain is computed into a piece, one per dtype that the members take
+  // in turn; a leaf's part is folded as read.
+  std::vector<NDArray> states, pieces;
+  std::vector<int> piece_of;
+  for (const Node* m : members) {
+    STRATA_ASSIGN_OR_RETURN(NDArray state,
+                            NDArray::Allocate(*frame.pool, m->dtype, m->grid.BlockShape(block)));
+    states.push_back(std::move(state));
+    const Node& in = Resolve(*m->inputs[0]);
+    int p = -1;
+    if (Streamable(in)) {
+      for (size_t j = 0; j < pieces.size() && p < 0; ++j) {
+        if (pieces[j].dtype() == in.dtype) p = static_cast<int>(j);
+      }
+      if (p < 0) {
+        Shape piece_shape = in_box.shape;
+        piece_shape[axis] = std::min(rows, in_box.shape[axis]);
+        STRATA_ASSIGN_OR_RETURN(NDArray piece,
+                                NDArray::Allocate(*frame.pool, in.dtype, piece_shape));
+        p = static_cast<int>(pieces.size());
+        pieces.push_back(std::move(piece));
+      }
+    }
+    piece_of.push_back(p);
+  }
+  frame.stream_parts = true;
+  Status status;
+  for (Index start = 0; start < in_box.shape[axis] && status.ok(); start += rows) {
+    frame.leaf_parts.clear();  // the last strip's parts
+    Box part = Box::FromShape(in_box.shape);
+    part.origin[axis] = start;
+    part.shape[axis] = std::min(rows, in_box.shape[axis] - start);
+    Shape origin = in_box.origin;
+    origin[axis] += start;
+    for (size_t m = 0; m < members.size() && status.ok(); ++m) {
+      const Node& in = Resolve(*members[m]->inputs[0]);
+      ConstArrayView values;
+      if (Streamable(in)) {
+        ArrayView piece = pieces[piece_of[m]].view().Slice(Box::FromShape(part.shape));
+        status = RegionOf(in, k, part, piece, frame);
+        values = piece;
+      } else {
+        Result<ConstArrayView> read = LeafPart(in, k, part, frame);
+        status = read.status();
+        if (read.ok()) values = *read;
+      }
+      if (status.ok()) members[m]->fold_strip(values, origin, part, start == 0, states[m].view());
+    }
+  }
+  frame.stream_parts = false;
+  frame.leaf_parts.clear();
+  frame.stream_leaves.clear();
+  if (!status.ok()) {
+    return status.WithContext(fmt::format("{} ({})", lead.op_name, lead.name));
+  }
+  *outs = std::move(states);
+  return Status::Ok();
+}
+
 Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, const Box& region,
                             const ArrayView& out, Frame& frame) {
   const Node& node = Resolve(given);
@@ -560,6 +663,9 @@ Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, con
       STRATA_RETURN_IF_ERROR(RegionOf(in, k, r, part.view(), frame));
       scratch.push_back(std::move(part));
       views.push_back(BroadcastTo(scratch.back().view(), region.shape));
+    } else if (frame.stream_parts && in.kind == NodeKind::kZarrSource) {
+      STRATA_ASSIGN_OR_RETURN(ConstArrayView part, LeafPart(in, k, r, frame));
+      views.push_back(BroadcastTo(part, region.shape));
     } else {
       auto key = std::make_pair(&in, k);
       auto it = frame.stream_leaves.find(key);
@@ -655,6 +761,14 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
     members.insert(members.end(), op.siblings.begin(), op.siblings.end());
     std::vector<NDArray> outs;
     STRATA_RETURN_IF_ERROR(FoldGroup(members, block, frame, check, &outs));
+    if (outs.empty() && members.size() > 1) {
+      std::vector<const Node*> nodes;
+      for (int m : members) nodes.push_back(plan_.ops()[m].node.get());
+      if (StripsTogether(nodes)) {
+        STRATA_RETURN_IF_ERROR(FoldStrips(nodes, block, frame, &outs));
+        STRATA_RETURN_IF_ERROR(check());
+      }
+    }
     for (size_t m = outs.size(); m < members.size(); ++m) {
       frame.root = members[m];
       const Node& member = *plan_.ops()[frame.root].node;

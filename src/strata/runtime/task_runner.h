@@ -90,6 +90,16 @@ class TaskRunner {
     std::shared_ptr<MemoryPool> pool;
     std::map<std::pair<int, Shape>, BlockView> fetched;
     std::map<std::pair<const Node*, Shape>, BlockView> stream_leaves;
+    // While FoldStrips computes a strip: the Zarr leaves' parts read for it
+    // (each read once for all the uses of it in the members' chains).
+    struct LeafPart {
+      const Node* node;
+      Shape block;
+      Box region;
+      NDArray values;
+    };
+    bool stream_parts = false;
+    std::vector<LeafPart> leaf_parts;
     bool keep_sources = false;
     std::map<std::pair<const Node*, Shape>, BlockView> sources;
   };
@@ -102,6 +112,19 @@ class TaskRunner {
   // True when `node` is computed inside this task and can produce any region
   // of a block on its own (a fused elementwise op or a virtual array).
   bool Streamable(const Node& node) const;
+  // The strip-reading decisions (plan/memory_model.h), for this plan.
+  bool StreamsParts(const Node& node) const;
+  bool StripsTogether(std::span<const Node* const> members) const;
+  // The blocks `block` of `members` (each StreamsParts; several when they
+  // StripsTogether, a sibling group's partial reductions): their inputs
+  // computed strip by strip in lockstep, each strip of a Zarr leaf read
+  // once for all of them and folded into every member's state.
+  Status FoldStrips(std::span<const Node* const> members, std::span<const Index> block,
+                    Frame& frame, std::vector<NDArray>* outs);
+  // Region `region` (block coordinates) of block `block` of the Zarr leaf
+  // `node`, read once per strip (Frame::leaf_parts).
+  Result<ConstArrayView> LeafPart(const Node& node, std::span<const Index> block,
+                                  const Box& region, Frame& frame);
   // Computes `region` (block coordinates) of block `block` of `node` into `out`.
   Status RegionOf(const Node& node, std::span<const Index> block, const Box& region,
                   const ArrayView& out, Frame& frame);

@@ -72,6 +72,12 @@ std::string_view ReduceOpName(ReduceOp op) {
   return "unknown";
 }
 
+void ReductionKernel::PartialInto(const ConstArrayView&, std::span<const int>,
+                                  std::span<const Index>, std::span<const Index>,
+                                  const ArrayView&) const {
+  STRATA_CHECK(false) << "PartialInto of a reduction kernel that does not fold in order";
+}
+
 Shape ReductionKernel::StateShape(std::span<const Index> in_shape,
                                   std::span<const int> axes) const {
   Shape shape(in_shape.begin(), in_shape.end());

@@ -75,6 +75,19 @@ class ReductionKernel {
                        std::span<const Index> in_origin, std::span<const Index> array_shape,
                        const ArrayView& state) const = 0;
 
+  // True when PartialInto is available: the kernel folds elements into its
+  // state one at a time, so a block can be reduced in strips.
+  virtual bool folds_in_order() const { return false; }
+
+  // Folds `in` into `state`, which already holds the Partial of the elements
+  // before `in` along the first reduced axis (strips of one block, in order;
+  // `in_origin` is the strip's). When an axis after that one is kept, the
+  // state is bit for bit the one Partial of the whole block gives. Only
+  // where folds_in_order().
+  virtual void PartialInto(const ConstArrayView& in, std::span<const int> axes,
+                           std::span<const Index> in_origin, std::span<const Index> array_shape,
+                           const ArrayView& state) const;
+
   // Merges states along `axes` (the states of several chunks, concatenated
   // along the reduced axes) into `out` (extent 1 on those axes; must not
   // overlap `states`). Any grouping and order of states gives the same result

@@ -505,18 +505,39 @@ class FoldKernel final : public KernelBase {
   void Partial(const ConstArrayView& in, std::span<const int> axes,
                std::span<const Index> in_origin, std::span<const Index> array_shape,
                const ArrayView& state) const override {
+    FoldRows(in, axes, state, /*reset=*/true);
+  }
+
+  bool folds_in_order() const override { return true; }
+
+  void PartialInto(const ConstArrayView& in, std::span<const int> axes,
+                   std::span<const Index> in_origin, std::span<const Index> array_shape,
+                   const ArrayView& state) const override {
+    FoldRows(in, axes, state, /*reset=*/false);
+  }
+
+  // Partial (reset: the state starts empty) or PartialInto (it starts as is:
+  // the count grows, the rows fold into the accumulator in C order).
+  void FoldRows(const ConstArrayView& in, std::span<const int> axes, const ArrayView& state,
+                bool reset) const {
     CheckPartial(in, axes, state);
     const Index ts = TrailingStride(state);
     const Index count = ReducedCount(in.shape(), axes);
     if constexpr (requires { Fold::kCountsAll; }) {
       if constexpr (Fold::kCountsAll) {
-        ForEachTuple(state, [&](std::byte* t) { SlotRef<Acc>(t, 0, ts) = Acc(count); });
+        ForEachTuple(state, [&](std::byte* t) {
+          Acc& c = SlotRef<Acc>(t, 0, ts);
+          c = reset ? Acc(count) : c + Acc(count);
+        });
         return;
       }
     }
     ForEachTuple(state, [&](std::byte* t) {
-      if constexpr (kHasCount) SlotRef<Acc>(t, 0, ts) = Acc(count);
-      SlotRef<Acc>(t, kAccSlot, ts) = Fold::Identity();
+      if constexpr (kHasCount) {
+        Acc& c = SlotRef<Acc>(t, 0, ts);
+        c = reset ? Acc(count) : c + Acc(count);
+      }
+      if (reset) SlotRef<Acc>(t, kAccSlot, ts) = Fold::Identity();
     });
     if (in.num_elements() == 0) return;
     ForEachRow(PartialLoop(in, axes, state), in.data(), state.data() + kAccSlot * ts, 0,

@@ -751,6 +751,48 @@ TEST(ReductionTest, MeanWithAKnownCountKeepsTheSumAlone) {
   }
 }
 
+// A block reduced in strips along its first reduced axis (PartialInto, as
+// a partial reduction reading Zarr chunks a strip at a time) has the whole
+// block's state bit for bit when a later axis is kept.
+TEST(ReductionTest, PartialIntoStripsGiveTheWholeBlocksState) {
+  MemoryPool& pool = *MemoryPool::Default();
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd}) {
+    for (DTypeId in : {DTypeId::kFloat64, DTypeId::kFloat32}) {
+      SCOPED_TRACE(std::string(ReduceOpName(op)) + " " + std::string(DType(in).name()));
+      auto k = *MakeReductionKernel(op, in);
+      ASSERT_TRUE(k->folds_in_order());
+      NDArray x64 = *NDArray::Allocate(pool, DTypeId::kFloat64, {7, 5, 6});
+      for (Index i = 0; i < x64.num_elements(); ++i) {
+        x64.data_as<double>()[i] = std::sin(static_cast<double>(i)) * 3.0 + 0.1;
+      }
+      NDArray x = *NDArray::Allocate(pool, in, x64.shape());
+      ASSERT_TRUE(Cast(x64.view(), x.view()).ok());
+      const Shape origin = {0, 0, 0};
+      for (std::vector<int> axes : {std::vector<int>{0}, {0, 2}, {0, 1}}) {
+        const Shape state_shape = k->StateShape(x.shape(), axes);
+        NDArray whole = *NDArray::Allocate(pool, k->state_dtype(), state_shape);
+        k->Partial(x.view(), axes, origin, x.shape(), whole.view());
+        for (Index rows : {1, 2, 3}) {
+          NDArray strips = *NDArray::Allocate(pool, k->state_dtype(), state_shape);
+          for (Index start = 0; start < 7; start += rows) {
+            Box strip({start, 0, 0}, {std::min<Index>(rows, 7 - start), 5, 6});
+            if (start == 0) {
+              k->Partial(x.view().Slice(strip), axes, strip.origin, x.shape(), strips.view());
+            } else {
+              k->PartialInto(x.view().Slice(strip), axes, strip.origin, x.shape(), strips.view());
+            }
+          }
+          EXPECT_EQ(std::memcmp(whole.data(), strips.data(), static_cast<size_t>(whole.nbytes())),
+                    0)
+              << "axes " << axes.size() << " rows " << rows;
+        }
+      }
+    }
+  }
+  EXPECT_FALSE((*MakeReductionKernel(ReduceOp::kArgmin, DTypeId::kFloat64))->folds_in_order());
+  EXPECT_FALSE((*MakeReductionKernel(ReduceOp::kVar, DTypeId::kFloat64))->folds_in_order());
+}
+
 TEST(ReductionTest, UndefinedOpsAreInvalidArgument) {
   struct Case {
     ReduceOp op;

@@ -23,6 +23,10 @@ constexpr int64_t kWholeChunkInRunsBytes = int64_t{8} << 20;
 // (each run costs a record and a copy; so many means a scattered part).
 constexpr Index kMaxPartRuns = Index{1} << 16;
 
+// The fewest run units (blosc blocks) a strip of StripReadScratch holds: its
+// reads then decode at most a quarter more than the chunk.
+constexpr int64_t kUnitsPerStrip = 4;
+
 // The C-order runs of `part` (chunk-local, inside a stored chunk of shape
 // `stored`) and where each goes in `out`, whose innermost axis must be
 // contiguous. Trailing axes that `part` covers whole merge into one run
@@ -211,6 +215,20 @@ std::optional<int64_t> ZarrArray::PartReadScratch(const Shape& max_part) const {
   Result<int64_t> scratch = codec_->RunScratchBytes(partial_header_, part_bytes);
   if (!scratch.ok()) return std::nullopt;
   return *scratch + runs * static_cast<int64_t>(sizeof(DecodedRun));
+}
+
+std::optional<int64_t> ZarrArray::StripReadScratch(const Shape& strip) const {
+  if (shards_ || !store_->cheap_ranged_reads()) return std::nullopt;
+  // A strip decodes whole run units (blosc blocks), the ones at its ends
+  // again for its neighbours: worth it only where a strip holds several.
+  const std::optional<int64_t> unit = PartialReadUnit();
+  if (!unit || NumElements(strip) * dtype().size() < kUnitsPerStrip * *unit) return std::nullopt;
+  for (size_t d = 0; d < strip.size(); ++d) {
+    if (strip[d] < std::min(metadata_.chunk_shape[d], metadata_.shape[d])) {
+      return PartReadScratch(strip);
+    }
+  }
+  return std::nullopt;  // a whole chunk: no strips
 }
 
 }  // namespace strata

@@ -214,6 +214,11 @@ class ZarrArray {
   // many runs, a whole chunk small enough to read in one request, no stored
   // chunk found): then it holds what ReadChunk of the chunk does.
   std::optional<int64_t> PartReadScratch(const Shape& max_part) const;
+  // Same, for a consumer choosing to read its chunks in strips of up to
+  // `strip`: a value only where each strip is read in runs from a store
+  // whose ranged reads are cheap (a file, memory), holds several of the
+  // codec's run units (blosc blocks), and is not a whole chunk.
+  std::optional<int64_t> StripReadScratch(const Shape& strip) const;
 
   // Reads `part` (array coordinates, inside inner chunk `block` of the read
   // grid) of a sharded array into `out`: the shard's index (cached), then,
