@@ -90,7 +90,8 @@ TEST(MemoryContractTest, Reduction) {
 // Means of products of two Zarr arrays of 64 MB chunks (quadratic means):
 // the partial reductions, one sibling group, read each chunk a strip of
 // Tuning::stream_part_bytes at a time (whole chunks would be projected at
-// more than 2 chunks), and the states are the whole chunk's bit for bit.
+// more than 2 chunks) and compute it in pieces, and the states are the
+// whole chunk's bit for bit.
 TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
   const Shape shape = {256, 256, 128};
   const Index plane = 256 * 128;
@@ -101,13 +102,14 @@ TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
   ASSERT_TRUE(compute(to_zarr(random::random(shape, shape, 12), v_path)).ok());
   const Builder build = [&](const Spec& spec) {
     Array u = from_zarr(u_path, spec), v = from_zarr(v_path, spec);
-    return std::vector<Array>{mean(u * v, {0}), mean(u * u, {0})};
+    // And a sum straight over a chunk, along an axis kept by the strips.
+    return std::vector<Array>{mean(u * v, {0}), mean(u * u, {0}), sum(u, {1})};
   };
   if (!GetTuning().tiny) {  // tiny strips hold less than the 4 blosc blocks a strip needs
     EXPECT_LT(testing_util::MaxProjection(build(BudgetSpec(4000 * kMB))), 2 * chunk_bytes);
   }
   History h = RunTight(build, plane * 8);  // a state
-  ASSERT_EQ(h.results.size(), 2u);
+  ASSERT_EQ(h.results.size(), 3u);
   for (Index i : {Index{0}, plane - 1, Index{7777}}) {
     double uv = 0, uu = 0;  // folded in order, as the state is
     for (Index t = 0; t < shape[0]; ++t) {
@@ -118,6 +120,15 @@ TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
     }
     EXPECT_EQ(h.results[0].data_as<double>()[i], uv / 256) << i;
     EXPECT_EQ(h.results[1].data_as<double>()[i], uu / 256) << i;
+  }
+  for (Index t : {Index{0}, Index{131}, Index{255}}) {
+    for (Index c : {Index{0}, Index{127}}) {
+      double want = 0;
+      for (Index b = 0; b < 256; ++b) {
+        want += SyntheticUniform(11, static_cast<uint64_t>(t * plane + b * 128 + c));
+      }
+      EXPECT_EQ(h.results[2].data_as<double>()[t * 128 + c], want) << t << " " << c;
+    }
   }
 }
 

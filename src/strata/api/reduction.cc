@@ -160,7 +160,7 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     for (int a = 0; a < rank && part_axis < 0; ++a) {
       if (nominal[a] > 1) part_axis = a;
     }
-    Shape part_strip;
+    Shape part_strip, part_piece;
     if (part_axis >= 0) {
       bool later_kept = false;
       for (int a = part_axis + 1; a < rank; ++a) later_kept |= !is_reduced(a);
@@ -172,27 +172,39 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
       if (folds && part_rows < nominal[part_axis]) {
         part_strip = nominal;
         part_strip[part_axis] = part_rows;
+        // Pieces along the first kept axis the strip spans, each a
+        // disjoint part of the state.
+        part_piece = part_strip;
+        for (int a = 0; a < rank; ++a) {
+          if (is_reduced(a) || part_strip[a] == 1) continue;
+          const int64_t row = NumElements(part_strip) / part_strip[a] * x.dtype().size();
+          part_piece[a] = std::clamp<Index>(GetTuning().stream_strip_bytes / std::max<int64_t>(row, 1),
+                                            1, part_strip[a]);
+          break;
+        }
       }
     }
     const bool part_axis_reduced = part_axis >= 0 && is_reduced(part_axis);
     const DType idt = x.dtype();
     StripFoldFunction fold_strip;
     if (!part_strip.empty()) {
-      fold_strip = [kernel, axes, array_shape, part_axis, part_axis_reduced](
+      std::vector<bool> reduced(rank);
+      for (int a = 0; a < rank; ++a) reduced[a] = is_reduced(a);
+      fold_strip = [kernel, axes, array_shape, part_axis_reduced, reduced](
                        const ConstArrayView& values, std::span<const Index> origin,
-                       const Box& strip, bool first, const ArrayView& state) {
-        if (part_axis_reduced) {
-          if (first) {
-            kernel->Partial(values, axes, origin, array_shape, state);
-          } else {
-            kernel->PartialInto(values, axes, origin, array_shape, state);
-          }
-          return;
-        }
+                       const Box& piece, bool first, const ArrayView& state) {
+        // The piece's part of the state: its extent on the kept axes.
         Box state_part = Box::FromShape(state.shape());
-        state_part.origin[part_axis] = strip.origin[part_axis];
-        state_part.shape[part_axis] = strip.shape[part_axis];
-        kernel->Partial(values, axes, origin, array_shape, state.Slice(state_part));
+        for (int a = 0; a < piece.rank(); ++a) {
+          if (reduced[a]) continue;
+          state_part.origin[a] = piece.origin[a];
+          state_part.shape[a] = piece.shape[a];
+        }
+        if (part_axis_reduced && !first) {
+          kernel->PartialInto(values, axes, origin, array_shape, state.Slice(state_part));
+        } else {
+          kernel->Partial(values, axes, origin, array_shape, state.Slice(state_part));
+        }
       };
     }
     BlockFunction fn = [kernel, axes, array_shape, sdt, idt, strip_axis,
@@ -239,6 +251,7 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
                             node.streams_input = true;
                             node.stream_strip_elements = strip_elements;
                             node.stream_part_strip = part_strip;
+                            node.stream_part_piece = part_piece;
                             node.fold_strip = fold_strip;
                           });
   }

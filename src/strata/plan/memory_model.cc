@@ -186,10 +186,10 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
     // The input chain is computed strip by strip, each leaf read a strip at
     // a time (TaskRunner::FoldStrips): no leaf block is ever whole.
     const Node& in = *OpOf(*node.inputs[0]).node;
-    Cost c = PartsCost(in, node.stream_part_strip);
+    Cost c = PartsCost(in, node.stream_part_strip, node.stream_part_piece);
     // A chain is computed into a piece; a leaf's part is folded as read.
     const int64_t own =
-        StreamableHere(in) ? NumElements(node.stream_part_strip) * in.dtype.size() : 0;
+        StreamableHere(in) ? NumElements(node.stream_part_piece) * in.dtype.size() : 0;
     return {std::max(c.peak, c.held) + own + node.extra_mem + block, block};
   }
   if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
@@ -246,8 +246,8 @@ int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
     // chain's strips while it computes one (a leaf's part is held once for
     // all).
     held += node.max_block_bytes() + node.extra_mem;
-    if (StreamableHere(in)) pieces[in.dtype.id()] = NumElements(strip) * in.dtype.size();
-    chain = std::max(chain, PartsCost(in, strip).peak);
+    if (StreamableHere(in)) pieces[in.dtype.id()] = NumElements(node.stream_part_piece) * in.dtype.size();
+    chain = std::max(chain, PartsCost(in, strip, node.stream_part_piece).peak);
     PartsLeaves(in, strip, leaves);
   }
   for (const auto& [leaf, bytes] : leaves) held += bytes;
@@ -268,7 +268,8 @@ void MemoryModel::PartsLeaves(const Node& given, const Shape& part,
   }
 }
 
-MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part) const {
+MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part,
+                                         const Shape& piece) const {
   const Node& node = *OpOf(given).node;
   if (StreamableHere(node)) {
     Cost total;
@@ -276,9 +277,10 @@ MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part) c
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       const Node& in = *OpOf(*node.inputs[j]).node;
       const Shape p = InputPartShape(node.maps[j], in.grid, part);
-      Cost c = PartsCost(in, p);
-      if (StreamableHere(in)) {  // its strip is computed into a scratch
-        c.held += NumElements(p) * in.dtype.size();
+      const Shape q = InputPartShape(node.maps[j], in.grid, piece);
+      Cost c = PartsCost(in, p, q);
+      if (StreamableHere(in)) {  // its piece is computed into a scratch
+        c.held += NumElements(q) * in.dtype.size();
         c.peak = std::max(c.peak, c.held);
       }
       total.peak = std::max(total.peak, total.held + c.peak);

@@ -160,10 +160,11 @@ class MemoryModel {
   // a piece per dtype, each leaf's strip once, and one member's chain at a
   // time.
   int64_t ProjectStrips(std::span<const int> members) const;
-  // A chain computed for one strip of `part`'s shape with its Zarr leaves
-  // read in parts: a strip held per leaf reference, one per streamed level,
-  // and a part read's scratch at its peak.
-  Cost PartsCost(const Node& node, const Shape& part) const;
+  // A chain computed a piece of `piece`'s shape at a time for a strip of
+  // `part`'s shape, its Zarr leaves read a strip at a time: a strip held per
+  // leaf reference, a piece per streamed level, and a part read's scratch at
+  // its peak.
+  Cost PartsCost(const Node& node, const Shape& part, const Shape& piece) const;
   // The Zarr leaves of such a chain with the bytes of the part each holds.
   void PartsLeaves(const Node& node, const Shape& part,
                    std::map<std::pair<const Node*, Shape>, int64_t>& out) const;

@@ -83,12 +83,13 @@ using FoldFunction =
 // same bytes as combining them all at once.
 using MergeFunction = std::function<void(const ConstArrayView& state, const ArrayView& acc)>;
 
-// Folds the values of one strip of a partial reduction's input block (`strip`
-// in block coordinates, `origin` its place in the array) into the block's
-// state `state`: strips come in order along Node::stream_part_strip's axis,
-// and `first` says the state is fresh.
+// Folds the values of one piece of a partial reduction's input block
+// (`piece` in block coordinates, `origin` its place in the array) into the
+// block's state `state`: pieces come in order along Node::stream_part_strip's
+// axis, and `first` says the piece is in the first strip (its part of the
+// state is fresh).
 using StripFoldFunction = std::function<void(const ConstArrayView& values,
-                                             std::span<const Index> origin, const Box& strip,
+                                             std::span<const Index> origin, const Box& piece,
                                              bool first, const ArrayView& state)>;
 
 // Computes an elementwise op on views already broadcast to `out`'s shape.
@@ -138,6 +139,10 @@ struct Node {
   // runtime then computes the input strip by strip, every leaf read a strip
   // at a time, and never calls fn (TaskRunner::FoldStrips). Empty: none.
   Shape stream_part_strip;
+  // The pieces of such a strip its chain is computed and folded in (about
+  // Tuning::stream_strip_bytes, along the first kept axis longer than 1):
+  // the leaves' strips are read whole, the chain's values are cache-sized.
+  Shape stream_part_piece;
   StripFoldFunction fold_strip;
   // A reduction's combine round: its blocks are the fold of its input
   // blocks. When those are computed in the same task (partials, or combine

@@ -556,57 +556,67 @@ Status TaskRunner::FoldStrips(std::span<const Node* const> members, std::span<co
   Shape k;
   ForEachInputBlock(lead.maps[0], block, [&](std::span<const Index> b) { k.assign(b.begin(), b.end()); });
   const Box in_box = lead_in.grid.BlockBox(k);
+  // The strips' axis (where a strip is shorter than a nominal block) and
+  // the pieces' (where a piece is shorter than a strip), if any.
   const Shape& strip = lead.stream_part_strip;
+  const Shape& piece = lead.stream_part_piece;
+  const int rank = in_box.rank();
   int axis = 0;
-  while (axis + 1 < in_box.rank() && strip[axis] >= lead_in.grid.chunk_shape()[axis]) ++axis;
-  const Index rows = strip[axis];
-  // A chain is computed into a piece, one per dtype that the members take
-  // in turn; a leaf's part is folded as read.
-  std::vector<NDArray> states, pieces;
-  std::vector<int> piece_of;
+  while (axis + 1 < rank && strip[axis] >= lead_in.grid.chunk_shape()[axis]) ++axis;
+  int piece_axis = 0;
+  while (piece_axis + 1 < rank && piece[piece_axis] >= strip[piece_axis]) ++piece_axis;
+  // A chain is computed into a piece buffer, one per dtype that the members
+  // take in turn; a leaf's part is folded as read.
+  std::vector<NDArray> states, buffers;
+  std::vector<int> buffer_of;
   for (const Node* m : members) {
     STRATA_ASSIGN_OR_RETURN(NDArray state,
                             NDArray::Allocate(*frame.pool, m->dtype, m->grid.BlockShape(block)));
     states.push_back(std::move(state));
     const Node& in = Resolve(*m->inputs[0]);
-    int p = -1;
+    int b = -1;
     if (Streamable(in)) {
-      for (size_t j = 0; j < pieces.size() && p < 0; ++j) {
-        if (pieces[j].dtype() == in.dtype) p = static_cast<int>(j);
+      for (size_t j = 0; j < buffers.size() && b < 0; ++j) {
+        if (buffers[j].dtype() == in.dtype) b = static_cast<int>(j);
       }
-      if (p < 0) {
-        Shape piece_shape = in_box.shape;
-        piece_shape[axis] = std::min(rows, in_box.shape[axis]);
-        STRATA_ASSIGN_OR_RETURN(NDArray piece,
-                                NDArray::Allocate(*frame.pool, in.dtype, piece_shape));
-        p = static_cast<int>(pieces.size());
-        pieces.push_back(std::move(piece));
+      if (b < 0) {
+        Shape shape = in_box.shape;
+        for (int i = 0; i < rank; ++i) shape[i] = std::min(shape[i], piece[i]);
+        STRATA_ASSIGN_OR_RETURN(NDArray buffer, NDArray::Allocate(*frame.pool, in.dtype, shape));
+        b = static_cast<int>(buffers.size());
+        buffers.push_back(std::move(buffer));
       }
     }
-    piece_of.push_back(p);
+    buffer_of.push_back(b);
   }
   frame.stream_parts = true;
   Status status;
-  for (Index start = 0; start < in_box.shape[axis] && status.ok(); start += rows) {
+  for (Index start = 0; start < in_box.shape[axis] && status.ok(); start += strip[axis]) {
     frame.leaf_parts.clear();  // the last strip's parts
-    Box part = Box::FromShape(in_box.shape);
-    part.origin[axis] = start;
-    part.shape[axis] = std::min(rows, in_box.shape[axis] - start);
-    Shape origin = in_box.origin;
-    origin[axis] += start;
-    for (size_t m = 0; m < members.size() && status.ok(); ++m) {
-      const Node& in = Resolve(*members[m]->inputs[0]);
-      ConstArrayView values;
-      if (Streamable(in)) {
-        ArrayView piece = pieces[piece_of[m]].view().Slice(Box::FromShape(part.shape));
-        status = RegionOf(in, k, part, piece, frame);
-        values = piece;
-      } else {
-        Result<ConstArrayView> read = LeafPart(in, k, part, frame);
-        status = read.status();
-        if (read.ok()) values = *read;
+    Box window = Box::FromShape(in_box.shape);
+    window.origin[axis] = start;
+    window.shape[axis] = std::min(strip[axis], in_box.shape[axis] - start);
+    const Index end = window.origin[piece_axis] + window.shape[piece_axis];
+    for (Index at = window.origin[piece_axis]; at < end && status.ok(); at += piece[piece_axis]) {
+      Box part = window;
+      part.origin[piece_axis] = at;
+      part.shape[piece_axis] = std::min(piece[piece_axis], end - at);
+      Shape origin = in_box.origin;
+      for (int i = 0; i < rank; ++i) origin[i] += part.origin[i];
+      for (size_t m = 0; m < members.size() && status.ok(); ++m) {
+        const Node& in = Resolve(*members[m]->inputs[0]);
+        ConstArrayView values;
+        if (Streamable(in)) {
+          ArrayView out = buffers[buffer_of[m]].view().Slice(Box::FromShape(part.shape));
+          status = RegionOf(in, k, part, out, frame, &window);
+          values = out;
+        } else {
+          Result<ConstArrayView> read = LeafPart(in, k, window, frame);
+          status = read.status();
+          if (read.ok()) values = read->Slice(Translate(part, window.origin));
+        }
+        if (status.ok()) members[m]->fold_strip(values, origin, part, start == 0, states[m].view());
       }
-      if (status.ok()) members[m]->fold_strip(values, origin, part, start == 0, states[m].view());
     }
   }
   frame.stream_parts = false;
@@ -620,7 +630,7 @@ Status TaskRunner::FoldStrips(std::span<const Node* const> members, std::span<co
 }
 
 Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, const Box& region,
-                            const ArrayView& out, Frame& frame) {
+                            const ArrayView& out, Frame& frame, const Box* window) {
   const Node& node = Resolve(given);
   if (Streamable(node) && node.virtual_fill) {
     Box global = region;
@@ -647,25 +657,32 @@ Status TaskRunner::RegionOf(const Node& given, std::span<const Index> block, con
     const InputMap& map = node.maps[j];
     Shape k(in.grid.rank());
     Box r(Shape(in.grid.rank(), 0), Shape(in.grid.rank(), 1));
+    Box w = r;  // the window's region of the input, likewise
     for (int i = 0; i < in.grid.rank(); ++i) {
       const AxisMap& a = map.axes[i];
       if (a.kind() == AxisMap::Kind::kFixed) {
         k[i] = a.InputsFor(0)[0];
-        r.shape[i] = in.grid.block_size(i, k[i]);
+        r.shape[i] = w.shape[i] = in.grid.block_size(i, k[i]);
       } else {
         k[i] = block[a.out_axis()];
         r.origin[i] = region.origin[a.out_axis()];
         r.shape[i] = region.shape[a.out_axis()];
+        if (window) {
+          w.origin[i] = window->origin[a.out_axis()];
+          w.shape[i] = window->shape[a.out_axis()];
+        }
       }
     }
     if (Streamable(in)) {
       STRATA_ASSIGN_OR_RETURN(NDArray part, NDArray::Allocate(*frame.pool, in.dtype, r.shape));
-      STRATA_RETURN_IF_ERROR(RegionOf(in, k, r, part.view(), frame));
+      STRATA_RETURN_IF_ERROR(RegionOf(in, k, r, part.view(), frame, window ? &w : nullptr));
       scratch.push_back(std::move(part));
       views.push_back(BroadcastTo(scratch.back().view(), region.shape));
     } else if (frame.stream_parts && in.kind == NodeKind::kZarrSource) {
-      STRATA_ASSIGN_OR_RETURN(ConstArrayView part, LeafPart(in, k, r, frame));
-      views.push_back(BroadcastTo(part, region.shape));
+      // The strip (window) of the leaf's chunk, read once, sliced.
+      const Box& strip = window ? w : r;
+      STRATA_ASSIGN_OR_RETURN(ConstArrayView part, LeafPart(in, k, strip, frame));
+      views.push_back(BroadcastTo(part.Slice(Translate(r, strip.origin)), region.shape));
     } else {
       auto key = std::make_pair(&in, k);
       auto it = frame.stream_leaves.find(key);

@@ -125,9 +125,11 @@ class TaskRunner {
   // `node`, read once per strip (Frame::leaf_parts).
   Result<ConstArrayView> LeafPart(const Node& node, std::span<const Index> block,
                                   const Box& region, Frame& frame);
-  // Computes `region` (block coordinates) of block `block` of `node` into `out`.
+  // Computes `region` (block coordinates) of block `block` of `node` into
+  // `out`. Under FoldStrips, `window` is the strip `region` is a piece of:
+  // Zarr leaves are read for the whole window, once, and sliced.
   Status RegionOf(const Node& node, std::span<const Index> block, const Box& region,
-                  const ArrayView& out, Frame& frame);
+                  const ArrayView& out, Frame& frame, const Box* window = nullptr);
   Result<NDArray> ComputeBlock(const Node& node, std::span<const Index> block, Frame& frame);
   // The blocks of a sibling group's members (`members`: op indices), when
   // each member is a reduction's combine round (Node::fold_states) over

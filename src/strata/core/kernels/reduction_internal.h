@@ -532,13 +532,15 @@ class FoldKernel final : public KernelBase {
         return;
       }
     }
-    ForEachTuple(state, [&](std::byte* t) {
-      if constexpr (kHasCount) {
-        Acc& c = SlotRef<Acc>(t, 0, ts);
-        c = reset ? Acc(count) : c + Acc(count);
-      }
-      if (reset) SlotRef<Acc>(t, kAccSlot, ts) = Fold::Identity();
-    });
+    if (kHasCount || reset) {  // PartialInto of a state without a count: nothing to set
+      ForEachTuple(state, [&](std::byte* t) {
+        if constexpr (kHasCount) {
+          Acc& c = SlotRef<Acc>(t, 0, ts);
+          c = reset ? Acc(count) : c + Acc(count);
+        }
+        if (reset) SlotRef<Acc>(t, kAccSlot, ts) = Fold::Identity();
+      });
+    }
     if (in.num_elements() == 0) return;
     ForEachRow(PartialLoop(in, axes, state), in.data(), state.data() + kAccSlot * ts, 0,
                [](const std::byte* ip, std::byte* op, Index, Index n, Index is, Index os, Index) {
