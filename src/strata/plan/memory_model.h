@@ -100,7 +100,6 @@ int64_t LeafReadBytes(const Node& node);
 // its encoded bytes where a part may be read through it.
 int64_t InPlaceRechunkBytes(const Node& source, const ChunkGrid& target, int write_copies);
 
-// Per-task memory of the ops of a plan (or a draft of one).
 // The op computing a node (itself, or what the planner put in its place).
 using OpLookup = std::function<const PlannedOp&(const Node&)>;
 
@@ -119,6 +118,7 @@ bool StreamsParts(const Node& node, const OpLookup& op_of);
 // lockstep: each StreamsParts, the same strip of inputs on one grid.
 bool StripsTogether(std::span<const Node* const> members, const OpLookup& op_of);
 
+// Per-task memory of the ops of a plan (or a draft of one).
 class MemoryModel {
  public:
   // `index` maps every node (aliases included) to its op in `ops`.
