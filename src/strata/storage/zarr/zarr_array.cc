@@ -140,31 +140,53 @@ Result<std::shared_ptr<ZarrArray>> ZarrArray::Make(std::shared_ptr<Store> store,
 }
 
 Result<std::shared_ptr<ZarrArray>> ZarrArray::Open(std::shared_ptr<Store> store, std::string path) {
-  STRATA_ASSIGN_OR_RETURN(NodeInfo node, InspectNode(*store, path));
+  // The metadata is read between two equal versions of it, so that what
+  // this run checks at the end (CheckUnchanged) is the version of the
+  // metadata it read. A rewriter erases the metadata first: read just before
+  // it went, the array would otherwise be taken with no version at all, and
+  // every chunk its rewrite erased would read as the fill value, unnoticed.
   std::string where = NodeUrl(*store, path);
-  switch (node.kind) {
-    case NodeInfo::Kind::kGroup:
-      return FailedPreconditionError(fmt::format("{} is a Zarr group, not an array", where));
-    case NodeInfo::Kind::kIncompleteArray:
+  constexpr int kAttempts = 3;
+  for (int attempt = 0;; ++attempt) {
+    STRATA_ASSIGN_OR_RETURN(NodeInfo node, InspectNode(*store, path));
+    switch (node.kind) {
+      case NodeInfo::Kind::kGroup:
+        return FailedPreconditionError(fmt::format("{} is a Zarr group, not an array", where));
+      case NodeInfo::Kind::kIncompleteArray:
+        return FailedPreconditionError(fmt::format(
+            "{} is incomplete: a strata run writing it was interrupted (re-run it to finish, or "
+            "delete it)",
+            where));
+      case NodeInfo::Kind::kArray:
+        break;
+    }
+    const std::string metadata_key =
+        JoinKey(path, node.zarr_format == ZarrFormat::kV3 ? kZarrJsonKey : kZarrayKey);
+    Result<std::optional<std::string>> version = store->Version(metadata_key);
+    if (!version.ok()) return version.status().WithContext(fmt::format("opening {}", where));
+    if (*version) {
+      // Read again under that version: equal before and after, what was read
+      // is that version's.
+      STRATA_ASSIGN_OR_RETURN(NodeInfo again, InspectNode(*store, path));
+      Result<std::optional<std::string>> after = store->Version(metadata_key);
+      if (!after.ok()) return after.status().WithContext(fmt::format("opening {}", where));
+      if (again.kind == NodeInfo::Kind::kArray && again.zarr_format == node.zarr_format &&
+          *after == *version) {
+        Result<std::shared_ptr<ZarrArray>> array =
+            Make(std::move(store), std::move(path), std::move(*again.array));
+        if (!array.ok()) return array.status().WithContext(fmt::format("opening {}", where));
+        (*array)->metadata_key_ = metadata_key;
+        (*array)->metadata_version_ = std::move(version).value();
+        return array;
+      }
+    }
+    if (attempt + 1 == kAttempts) {
       return FailedPreconditionError(fmt::format(
-          "{} is incomplete: a strata run writing it was interrupted (re-run it to finish, or "
-          "delete it)",
-          where));
-    case NodeInfo::Kind::kArray:
-      break;
+          "{} was rewritten while this run read it (another writer is rewriting it?): its "
+          "metadata changed {} times while it was opened; run again once it is complete",
+          where, kAttempts));
+    }
   }
-  // The metadata's version before the metadata itself (InspectNode read it
-  // just now): a rewrite between the two shows as a change at the end.
-  const std::string metadata_key =
-      JoinKey(path, node.zarr_format == ZarrFormat::kV3 ? kZarrJsonKey : kZarrayKey);
-  Result<std::optional<std::string>> version = store->Version(metadata_key);
-  if (!version.ok()) return version.status().WithContext(fmt::format("opening {}", where));
-  Result<std::shared_ptr<ZarrArray>> array =
-      Make(std::move(store), std::move(path), std::move(*node.array));
-  if (!array.ok()) return array.status().WithContext(fmt::format("opening {}", where));
-  (*array)->metadata_key_ = metadata_key;
-  (*array)->metadata_version_ = std::move(version).value();
-  return array;
 }
 
 Result<std::shared_ptr<ZarrArray>> ZarrArray::Create(std::shared_ptr<Store> store,

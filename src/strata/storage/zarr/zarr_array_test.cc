@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <utility>
 
 #include <unistd.h>
 
@@ -224,6 +226,51 @@ TEST(ZarrArrayReliabilityTest, RewrittenSourceIsNoticed) {
   Status s = a->CheckUnchanged();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("was replaced"), std::string_view::npos) << s.message();
+}
+
+// A MemoryStore on which a rewriter acts when the metadata's version is
+// asked for: what happens between Open's read of the metadata and its
+// version, or between reads.
+class RewrittenStore : public MemoryStore {
+ public:
+  std::function<void(MemoryStore&)> on_version;
+
+  Result<std::optional<std::string>> Version(std::string_view key) override {
+    if (on_version) std::exchange(on_version, nullptr)(*this);
+    return MemoryStore::Version(key);
+  }
+};
+
+// A rewriter erases the metadata, then the chunks. Open read the metadata
+// just before it went: the array must not open with no version to check, or
+// every chunk would read as the fill value and the run would finish.
+TEST(ZarrArrayReliabilityTest, MetadataRemovedWhileOpeningIsNotTakenAsUnchanged) {
+  auto store = std::make_shared<RewrittenStore>();
+  CreateFilled(store, "a", Meta());
+  store->on_version = [](MemoryStore& s) { ASSERT_TRUE(s.ErasePrefix("a/").ok()); };
+  Result<std::shared_ptr<ZarrArray>> a = ZarrArray::Open(store, "a");
+  EXPECT_TRUE(IsNotFound(a.status())) << a.status().ToString();
+  // The rewriter already wrote its marker: the array is incomplete.
+  CreateFilled(store, "b", Meta());
+  store->on_version = [store](MemoryStore&) {
+    ZarrArray::CreateOptions overwrite;
+    overwrite.overwrite = true;
+    ASSERT_TRUE(ZarrArray::Create(store, "b", Meta(), overwrite).ok());
+  };
+  EXPECT_EQ(ZarrArray::Open(store, "b").status().code(), StatusCode::kFailedPrecondition);
+  // Replaced by other metadata between the read and the version: the array
+  // opens as the new one, and the version it checks at the end is the new
+  // metadata's.
+  CreateFilled(store, "c", Meta());
+  store->on_version = [](MemoryStore& s) {
+    for (const auto& [key, text] : Meta(ZarrFormat::kV2, {8, 6}, {2, 3}).Encode()) {
+      ASSERT_TRUE(s.Set("c/" + key, text).ok());
+    }
+  };
+  Result<std::shared_ptr<ZarrArray>> c = ZarrArray::Open(store, "c");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ((*c)->metadata().chunk_shape, (Shape{2, 3}));
+  EXPECT_TRUE((*c)->CheckUnchanged().ok());
 }
 
 // Chunks of 16 MiB or more with blosc go to a local file segment by segment
