@@ -926,6 +926,15 @@ def clear_dir(path: str) -> None:
     os.makedirs(path, exist_ok=True)
 
 
+def byte_compile(package_dir: str, python: str = sys.executable) -> None:
+    """Byte-compiles the Python files under `package_dir` for `python`, as pip
+    does when it installs a wheel: a package run from a build tree would
+    otherwise compile every module at each import when bytecode is not
+    written (PYTHONDONTWRITEBYTECODE), which no installed package pays."""
+    subprocess.run([python, "-m", "compileall", "-q", package_dir], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def python_package_versions(*names: str) -> dict:
     """Versions of the Python packages, as this interpreter (the .venv's) imports them."""
     code = ("import importlib, json, sys\nout = {}\nfor n in sys.argv[1:]:\n"

@@ -217,6 +217,7 @@ def main():
     strata = os.path.join(args.bin, "strata")
     d = os.path.abspath(args.dir)
     os.makedirs(d, exist_ok=True)
+    P.byte_compile(os.path.abspath(args.python))
     env = dict(os.environ, **RAY_ENV, PYTHONPATH=os.pathsep.join(
         [os.path.abspath(args.python)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     cubed_version, no_cubed = peers_ready(args.peers_python)
