@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -129,6 +130,34 @@ TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
       }
       EXPECT_EQ(h.results[2].data_as<double>()[t * 128 + c], want) << t << " " << c;
     }
+  }
+}
+
+// A source chunk cut short is an error on the strip path too: one line
+// naming the chunk (and, read in strips, the strip), nothing left in
+// work_dir, the source untouched.
+TEST(MemoryContractTest, TruncatedChunkReadInStripsIsAnError) {
+  const Shape shape = {256, 256, 128};  // one 64 MB chunk
+  TempDir dir;
+  const std::string u_path = dir.path() + "/u.zarr";
+  ASSERT_TRUE(compute(to_zarr(random::random(shape, shape, 13), u_path)).ok());
+  const std::string chunk = u_path + "/0.0.0";
+  const auto size = std::filesystem::file_size(chunk);
+  std::filesystem::resize_file(chunk, size / 2);
+  Spec spec = BudgetSpec(4000 * kMB);
+  spec.work_dir = dir.path() + "/work";
+  Array u = from_zarr(u_path, spec);
+  Result<NDArray> r = compute(mean(u * u, {0}));
+  ASSERT_FALSE(r.ok());
+  const std::string message = r.status().ToString();
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_NE(message.find("0.0.0"), std::string::npos) << message;
+  if (!GetTuning().tiny) {  // read in strips of stream_part_bytes: 64 of the 256 rows
+    EXPECT_NE(message.find("[0:64, 0:256, 0:128]"), std::string::npos) << message;
+  }
+  EXPECT_EQ(std::filesystem::file_size(chunk), size / 2);
+  if (std::filesystem::exists(spec.work_dir)) {
+    EXPECT_TRUE(std::filesystem::is_empty(spec.work_dir));
   }
 }
 

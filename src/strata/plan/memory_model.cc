@@ -50,10 +50,14 @@ int64_t MaxInputs(const InputMap& map) {
 
 }  // namespace
 
+bool Streamable(const PlannedOp& op) {
+  return (op.node->region_fn || op.node->virtual_fill) && !op.materialized;
+}
+
 bool ReadsInParts(const Node& given, const Shape& part, const OpLookup& op_of, bool* zarr) {
   const PlannedOp& op = op_of(given);
   const Node& node = *op.node;
-  if ((node.region_fn || node.virtual_fill) && !op.materialized) {  // streamable
+  if (Streamable(op)) {
     if (node.virtual_fill) return true;
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       const Node& in = *op_of(*node.inputs[j]).node;
@@ -225,10 +229,7 @@ int64_t MemoryModel::PartReadPeak(const Node& given, int root) const {
   return Obtain(node, root).peak;  // obtained whole, released after the copy
 }
 
-bool MemoryModel::StreamableHere(const Node& given) const {
-  const PlannedOp& op = OpOf(given);
-  return (op.node->region_fn || op.node->virtual_fill) && !op.materialized;
-}
+bool MemoryModel::StreamableHere(const Node& given) const { return Streamable(OpOf(given)); }
 
 bool MemoryModel::StreamsParts(const Node& node) const {
   return strata::StreamsParts(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });

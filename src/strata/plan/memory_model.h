@@ -103,6 +103,10 @@ int64_t InPlaceRechunkBytes(const Node& source, const ChunkGrid& target, int wri
 // The op computing a node (itself, or what the planner put in its place).
 using OpLookup = std::function<const PlannedOp&(const Node&)>;
 
+// True when `op`'s node is computed where it is read (a region function or
+// a virtual array) rather than materialized: its readers obtain regions of it.
+bool Streamable(const PlannedOp& op);
+
 // Reading Zarr leaves a strip at a time, as the runtime (TaskRunner::
 // FoldStrips) does and the model projects; both decide with these.
 //

@@ -517,11 +517,7 @@ Status TaskRunner::FinishShardPart(const Node& node, std::span<const Index> shar
   return done;
 }
 
-bool TaskRunner::Streamable(const Node& given) const {
-  const PlannedOp& op = OpOf(given);
-  if (!op.node->region_fn && !op.node->virtual_fill) return false;
-  return !op.materialized;
-}
+bool TaskRunner::Streamable(const Node& given) const { return strata::Streamable(OpOf(given)); }
 
 bool TaskRunner::StreamsParts(const Node& node) const {
   return strata::StreamsParts(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
