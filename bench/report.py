@@ -124,22 +124,27 @@ def host(doc):
             + (f", {cores} cores" if cores else ""))
 
 
+def measured_commit(doc):
+    """The commit measured, and whether the tree differed from it. Results of
+    other benchmarks written in between (bench/results/) are not code and do
+    not count."""
+    git = doc.get("git", {})
+    dirty = [f for f in git.get("dirty_files") or []
+             if not f[3:].strip('"').startswith("bench/results/")]
+    return (git.get("commit") or "?")[:10] + (" + uncommitted changes" if dirty else "")
+
+
 def footer(doc, cs):
     """How the table's figures were measured, from the document."""
     if not cs:  # a table of counts (no timed case behind it)
-        git = doc.get("git", {})
-        commit = (git.get("commit") or "?")[:10] + (" + uncommitted changes"
-                                                    if git.get("dirty_files") else "")
-        return (f"_Counted, not timed; commit {commit}, {doc.get('date_start', '?')}; "
+        return (f"_Counted, not timed; commit {measured_commit(doc)}, {doc.get('date_start', '?')}; "
                 f"{host(doc)}. `{doc.get('command', '?')}`._")
     runs = [r for c in cs for rep in c.get("reps", []) for r in rep["runs"].values()]
     loads = [r["load_1min_before"] for r in runs if r.get("load_1min_before") is not None]
     other = [r["other_cores"] for r in runs if r.get("other_cores") is not None]
     reps = min((len(c.get("reps", [])) for c in cs), default=0)
     discarded = sum(len(c.get("discarded", [])) for c in cs)
-    git = doc.get("git", {})
-    commit = (git.get("commit") or "?")[:10] + (" + uncommitted changes"
-                                                if git.get("dirty_files") else "")
+    commit = measured_commit(doc)
     parts = [f"{reps} rep{'s' if reps != 1 else ''}, contenders interleaved in rotated order; cells are median "
              f"(min–max), ratios the median (min–max) of per-rep ratios"]
     if loads:

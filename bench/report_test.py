@@ -127,6 +127,17 @@ def test_every_caption_names_the_host_cpu(tmp_path):
                             for l in captions)
 
 
+def test_only_code_changes_make_a_run_uncommitted():
+    def doc(*dirty):
+        return {"git": {"commit": "0123456789abcdef", "dirty_files": list(dirty)}}
+    assert report.measured_commit(doc()) == "0123456789"
+    # Another benchmark's results written before this one started.
+    assert report.measured_commit(doc(" M bench/results/mpi.json",
+                                      "?? bench/results/new.json")) == "0123456789"
+    assert report.measured_commit(doc(" M bench/results/mpi.json", " M src/strata/x.cc")) == (
+        "0123456789 + uncommitted changes")
+
+
 def test_no_peers_no_peers_table(tmp_path):
     assert "Rechunk against the peers" not in report.render(rechunk_doc(tmp_path))
 
