@@ -137,8 +137,8 @@ def measured_commit(doc):
 def footer(doc, cs):
     """How the table's figures were measured, from the document."""
     if not cs:  # a table of counts (no timed case behind it)
-        return (f"_Counted, not timed; commit {measured_commit(doc)}, {doc.get('date_start', '?')}; "
-                f"{host(doc)}. `{doc.get('command', '?')}`._")
+        return (f"_Counted, not timed; commit {measured_commit(doc)}, "
+                f"{doc.get('date_start', '?')}; {host(doc)}. `{doc.get('command', '?')}`._")
     runs = [r for c in cs for rep in c.get("reps", []) for r in rep["runs"].values()]
     loads = [r["load_1min_before"] for r in runs if r.get("load_1min_before") is not None]
     other = [r["other_cores"] for r in runs if r.get("other_cores") is not None]
