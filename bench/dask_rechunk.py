@@ -171,9 +171,7 @@ def main():
     strata = os.path.join(args.bin, "strata")
     d = os.path.abspath(args.dir)
     os.makedirs(d, exist_ok=True)
-    P.byte_compile(os.path.abspath(args.python))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.abspath(args.python)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = P.package_env(args.python)
     with P.Bench("dask_rechunk", args, scratch=d,
                  description="executor=dask against dask.array rechunk on the same "
                              "LocalCluster (issue 20)") as b:

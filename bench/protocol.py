@@ -926,13 +926,18 @@ def clear_dir(path: str) -> None:
     os.makedirs(path, exist_ok=True)
 
 
-def byte_compile(package_dir: str, python: str = sys.executable) -> None:
-    """Byte-compiles the Python files under `package_dir` for `python`, as pip
-    does when it installs a wheel: a package run from a build tree would
-    otherwise compile every module at each import when bytecode is not
-    written (PYTHONDONTWRITEBYTECODE), which no installed package pays."""
+def package_env(package_dir: str, python: str = sys.executable, **extra: str) -> dict:
+    """The environment of a contender importing the package in `package_dir`
+    (a build tree's): this one's, with `extra` and the directory first on
+    PYTHONPATH. The package is byte-compiled for `python` first, as pip does
+    when it installs a wheel: run from a build tree with bytecode not written
+    (PYTHONDONTWRITEBYTECODE), it would compile every module at each import,
+    which no installed package pays."""
+    package_dir = os.path.abspath(package_dir)
     subprocess.run([python, "-m", "compileall", "-q", package_dir], check=True,
                    stdout=subprocess.DEVNULL)
+    return dict(os.environ, **extra, PYTHONPATH=os.pathsep.join(
+        [package_dir] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
 
 
 def python_package_versions(*names: str) -> dict:

@@ -123,9 +123,8 @@ def main():
     args = ap.parse_args()
     d = os.path.abspath(args.dir)
     strata_bin = os.path.abspath(os.path.join(args.bin, "strata"))
-    py_env = dict(os.environ, PYTHONPATH=os.path.abspath(args.python))
     py = sys.executable
-    P.byte_compile(os.path.abspath(args.python), py)
+    py_env = P.package_env(args.python, py)
     with P.Bench("python_overhead", args, scratch=d,
                  description="the same workloads from C++, Python (strata), Dask and "
                              "numpy") as b:

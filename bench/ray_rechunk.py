@@ -217,9 +217,7 @@ def main():
     strata = os.path.join(args.bin, "strata")
     d = os.path.abspath(args.dir)
     os.makedirs(d, exist_ok=True)
-    P.byte_compile(os.path.abspath(args.python))
-    env = dict(os.environ, **RAY_ENV, PYTHONPATH=os.pathsep.join(
-        [os.path.abspath(args.python)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = P.package_env(args.python, **RAY_ENV)
     cubed_version, no_cubed = peers_ready(args.peers_python)
     with P.Bench("ray_rechunk", args, scratch=d,
                  description="executor=ray against threads, executor=dask and Cubed's Ray "

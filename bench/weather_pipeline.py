@@ -408,9 +408,7 @@ def main():
     if not os.path.isdir(os.path.join(pkg, "strata")):
         sys.exit(f"weather_pipeline.py: error: no strata package in {pkg} "
                  "(cmake --build --preset release, or --python DIR)")
-    P.byte_compile(pkg, py)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [pkg] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = P.package_env(pkg, py)
     # The Dask contenders run without strata's package: xarray would import
     # it to list its chunk managers (the entry point) though it never uses it.
     dask_env = dict(env, PYTHONPATH=os.environ.get("PYTHONPATH", ""))
