@@ -154,7 +154,8 @@ class Snapshot:
     steal_s: float = 0.0      # time our vCPUs wanted to run and the host ran someone else
     irq_s: float = 0.0        # irq + softirq (recorded, not counted: see README)
     self_s: float = 0.0       # this harness process, all its threads
-    kthreads_s: float = 0.0   # kernel threads (children of kthreadd)
+    # kernel threads (kthreadd and its children): (pid, starttime) -> CPU s
+    kthreads: dict = dataclasses.field(default_factory=dict)
     procs: dict | None = None  # (pid, starttime) -> (comm, ppid, cpu_s), for the why
 
 
@@ -166,12 +167,22 @@ def other_cpu(before: Snapshot, after: Snapshot, ours_s: float) -> dict:
     steal time is added (another tenant of the host ran on our cores)."""
     busy = after.busy_s - before.busy_s
     harness = after.self_s - before.self_s
-    kthreads = after.kthreads_s - before.kthreads_s
+    kthreads = kernel_threads_cpu(before.kthreads, after.kthreads)
     steal = after.steal_s - before.steal_s
     other = busy - ours_s - harness - kthreads + steal
     return {"window_s": after.t - before.t, "busy_cpu_s": busy, "harness_cpu_s": harness,
             "kernel_threads_cpu_s": kthreads, "steal_cpu_s": steal,
             "irq_cpu_s": after.irq_s - before.irq_s, "other_cpu_s": other}
+
+
+def kernel_threads_cpu(before: dict, after: dict) -> float:
+    """CPU the kernel threads used between two scans ((pid, starttime) ->
+    CPU s): each thread's own increase, a thread started meanwhile counted
+    whole. A thread that exited meanwhile counts nothing: its CPU since the
+    first scan is unknown (so it stays in "other"), and its CPU before that
+    was not in the window. (Totals subtracted, an exiting kworker's whole
+    life came off the window and made "other" seconds too large.)"""
+    return sum(max(0.0, cpu - before.get(key, 0.0)) for key, cpu in after.items())
 
 
 def is_disturbed(other_cpu_s: float, wall_s: float, threshold_cores: float,
@@ -297,13 +308,13 @@ class LinuxMachine:
         v += [0] * (10 - len(v))
         return Snapshot(t=t, busy_s=(v[0] + v[1] + v[2]) / USER_HZ,
                         irq_s=(v[5] + v[6]) / USER_HZ, steal_s=v[7] / USER_HZ,
-                        self_s=ru.ru_utime + ru.ru_stime, kthreads_s=kthreads,
+                        self_s=ru.ru_utime + ru.ru_stime, kthreads=kthreads,
                         procs=procs if with_procs else None)
 
     @staticmethod
     def _scan(with_procs):
         procs = {}
-        kthreads = 0.0
+        kthreads = {}
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
@@ -316,7 +327,7 @@ class LinuxMachine:
                 continue
             pid = int(name)
             if pid == 2 or ppid == 2:
-                kthreads += cpu
+                kthreads[(pid, start)] = cpu
             if with_procs:
                 procs[(pid, start)] = (comm, ppid, cpu)
         return kthreads, procs

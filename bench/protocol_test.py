@@ -72,13 +72,28 @@ def test_summarize_covers_measurements_and_extras():
 
 
 def test_other_cpu_subtracts_ours_harness_and_kernel_threads_and_adds_steal():
-    a = P.Snapshot(t=10.0, busy_s=100.0, steal_s=1.0, self_s=2.0, kthreads_s=5.0)
-    b = P.Snapshot(t=12.0, busy_s=104.5, steal_s=1.25, self_s=2.1, kthreads_s=5.2)
+    a = P.Snapshot(t=10.0, busy_s=100.0, steal_s=1.0, self_s=2.0, kthreads={(2, 1): 5.0})
+    b = P.Snapshot(t=12.0, busy_s=104.5, steal_s=1.25, self_s=2.1, kthreads={(2, 1): 5.2})
     acct = P.other_cpu(a, b, ours_s=3.5)
     # busy 4.5 - ours 3.5 - harness 0.1 - kthreads 0.2 + steal 0.25 = 0.95
     assert acct["other_cpu_s"] == pytest.approx(0.95)
     assert acct["window_s"] == 2.0
     assert acct["harness_cpu_s"] == pytest.approx(0.1)
+
+
+def test_kernel_threads_that_come_and_go_count_only_their_own_cpu_in_the_window():
+    # kworker 40 exits during the run after 3.9 s of CPU in its life; 41 starts
+    # and uses 0.3 s; 2 (kthreadd) uses 0.05 s. The window's kernel-thread CPU
+    # is 0.35 s, never minus the exited thread's life (which once made a quiet
+    # 20 s run look disturbed by 3.9 s of "other" CPU).
+    before = {(2, 1): 1.0, (40, 500): 3.9}
+    after = {(2, 1): 1.05, (41, 900): 0.3}
+    assert P.kernel_threads_cpu(before, after) == pytest.approx(0.35)
+    a = P.Snapshot(t=0.0, busy_s=100.0, kthreads=before)
+    b = P.Snapshot(t=20.0, busy_s=110.0, kthreads=after)
+    assert P.other_cpu(a, b, ours_s=9.0)["other_cpu_s"] == pytest.approx(0.65)
+    # A pid reused by a new thread is a new thread (its start time differs).
+    assert P.kernel_threads_cpu({(40, 500): 3.9}, {(40, 800): 0.2}) == pytest.approx(0.2)
 
 
 def test_disturbed_means_more_than_a_tenth_of_a_core_beyond_the_tolerance():
