@@ -133,6 +133,42 @@ TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
   }
 }
 
+// Sibling partial reductions over two chunks along the reduced axis: each
+// task of the group folds both members' strips in lockstep, each leaf's
+// strip read once (TaskRunner::FoldStrips), and the model counts each strip
+// once (MemoryModel::ProjectStrips; it counted each twice).
+TEST(MemoryContractTest, SiblingPartialsFoldStripsInLockstep) {
+  const Shape shape = {512, 128, 128}, chunks = {256, 128, 128};  // 32 MB chunks
+  const Index plane = 128 * 128;
+  TempDir dir;
+  const std::string u_path = dir.path() + "/u.zarr", v_path = dir.path() + "/v.zarr";
+  ASSERT_TRUE(compute(to_zarr(random::random(shape, chunks, 21), u_path)).ok());
+  ASSERT_TRUE(compute(to_zarr(random::random(shape, chunks, 22), v_path)).ok());
+  History h = RunTight(
+      [&](const Spec& spec) {
+        Array u = from_zarr(u_path, spec), v = from_zarr(v_path, spec);
+        return std::vector<Array>{mean(u * v, {0}), mean(v * v, {0})};
+      },
+      2 * plane * 8);  // both members' states
+  if (!GetTuning().tiny) {
+    const int64_t reserved = 10 * kMB;  // BudgetSpec's reserved_mem
+    EXPECT_LT(h.max_projected - reserved, h.max_measured * 13 / 10)
+        << h.max_projected << " projected, " << h.max_measured << " measured";
+  }
+  ASSERT_EQ(h.results.size(), 2u);
+  for (Index i : {Index{0}, plane - 1, Index{4321}}) {
+    double uv = 0, vv = 0;
+    for (Index t = 0; t < shape[0]; ++t) {
+      const double a = SyntheticUniform(21, static_cast<uint64_t>(t * plane + i));
+      const double b = SyntheticUniform(22, static_cast<uint64_t>(t * plane + i));
+      uv += a * b;
+      vv += b * b;
+    }
+    EXPECT_NEAR(h.results[0].data_as<double>()[i], uv / 512, 1e-12) << i;
+    EXPECT_NEAR(h.results[1].data_as<double>()[i], vv / 512, 1e-12) << i;
+  }
+}
+
 // A source chunk cut short is an error on the strip path too: one line
 // naming the chunk (and, read in strips, the strip), nothing left in
 // work_dir, the source untouched.

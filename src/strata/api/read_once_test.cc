@@ -139,16 +139,24 @@ TEST_P(ReadOnceTest, AFusedCombineTreeHoldsOneLeafsBlocksAtATime) {
     for (int m = 0; m < 3; ++m) EXPECT_NEAR(a[m * plane + i], s[m] / 64, 1e-12) << m << " " << i;
   }
   // A combine task reads 4 blocks of u and 4 of v: it holds one of each (and
-  // the states, and a strip of scratch), under the bytes of the 8.
-  int64_t peak = 0;
+  // the states, and a strip of scratch), under the bytes of the 8; and the
+  // model projects that (MemoryModel::ProjectFold), not the whole tree.
+  int64_t peak = 0, projected = 0;
   std::string tasks;
   for (const TaskEndEvent& e : rec->events) {
-    tasks += fmt::format("{} {} {}; ", e.op_name, ShapeToString(e.block), e.measured_peak);
-    if (e.op_name.find("combine") != std::string::npos) peak = std::max(peak, e.measured_peak);
+    tasks += fmt::format("{} {} {} of {}; ", e.op_name, ShapeToString(e.block), e.measured_peak,
+                         e.projected_mem);
+    if (e.op_name.find("combine") != std::string::npos) {
+      peak = std::max(peak, e.measured_peak);
+      projected = std::max(projected, e.projected_mem);
+    }
   }
   SCOPED_TRACE(tasks);
   EXPECT_GT(peak, 2 * block_bytes);
   EXPECT_LT(peak, 8 * block_bytes) << "a fused combine tree holds every leaf's blocks";
+  const int64_t reserved = 1000 * 1000;  // TestSpec's reserved_mem, in every projection
+  EXPECT_GE(projected - reserved, peak);
+  EXPECT_LT(projected - reserved, 8 * block_bytes) << "the model projects the whole tree";
 }
 
 }  // namespace

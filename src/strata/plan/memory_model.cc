@@ -92,6 +92,12 @@ bool StripsTogether(std::span<const Node* const> members, const OpLookup& op_of)
   return true;
 }
 
+bool FoldsInTask(const Node& node, const OpLookup& op_of) {
+  if (!node.fold_states || !node.merge_state || node.inputs.size() != 1) return false;
+  const PlannedOp& in = op_of(*node.inputs[0]);
+  return in.node->kind == NodeKind::kBlockwise && !in.materialized;
+}
+
 CopyCosts TierCopies(Tier tier, CopyCosts ends) {
   if (tier == Tier::kObject) return {ends.read + 1, ends.write + 1};
   return ends;
@@ -190,11 +196,15 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
     // The input chain is computed strip by strip, each leaf read a strip at
     // a time (TaskRunner::FoldStrips): no leaf block is ever whole.
     const Node& in = *OpOf(*node.inputs[0]).node;
-    Cost c = PartsCost(in, node.stream_part_strip, node.stream_part_piece);
+    LeafParts leaves, read;
+    PartsLeaves(in, node.stream_part_strip, leaves);
+    int64_t strips = 0;
+    for (const auto& [leaf, bytes] : leaves) strips += bytes;
+    const Cost c = PartsScratch(in, node.stream_part_strip, node.stream_part_piece, read);
     // A chain is computed into a piece; a leaf's part is folded as read.
     const int64_t own =
         StreamableHere(in) ? NumElements(node.stream_part_piece) * in.dtype.size() : 0;
-    return {std::max(c.peak, c.held) + own + node.extra_mem + block, block};
+    return {strips + c.peak + own + node.extra_mem + block, block};
   }
   if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
     // The input chain is computed strip by strip: its leaves' blocks are
@@ -237,18 +247,18 @@ bool MemoryModel::StreamsParts(const Node& node) const {
 
 int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
   int64_t held = 0, chain = 0;
-  std::map<std::pair<const Node*, Shape>, int64_t> leaves;
+  LeafParts leaves, read;
   std::map<DTypeId, int64_t> pieces;
   for (int m : members) {
     const Node& node = *ops_[m].node;
     const Node& in = *OpOf(*node.inputs[0]).node;
     const Shape& strip = node.stream_part_strip;
-    // Its state for the whole task, a piece per dtype of the chains, a
-    // chain's strips while it computes one (a leaf's part is held once for
-    // all).
+    // Its state for the whole task, a piece per dtype of the chains, each
+    // leaf's strip once for all, and one chain's scratch at a time (the
+    // members compute a piece in turn, in this order).
     held += node.max_block_bytes() + node.extra_mem;
     if (StreamableHere(in)) pieces[in.dtype.id()] = NumElements(node.stream_part_piece) * in.dtype.size();
-    chain = std::max(chain, PartsCost(in, strip, node.stream_part_piece).peak);
+    chain = std::max(chain, PartsScratch(in, strip, node.stream_part_piece, read).peak);
     PartsLeaves(in, strip, leaves);
   }
   for (const auto& [leaf, bytes] : leaves) held += bytes;
@@ -256,8 +266,7 @@ int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
   return reserved_ + held + chain;
 }
 
-void MemoryModel::PartsLeaves(const Node& given, const Shape& part,
-                              std::map<std::pair<const Node*, Shape>, int64_t>& out) const {
+void MemoryModel::PartsLeaves(const Node& given, const Shape& part, LeafParts& out) const {
   const Node& node = *OpOf(given).node;
   if (StreamableHere(node)) {
     for (size_t j = 0; j < node.inputs.size(); ++j) {
@@ -269,8 +278,8 @@ void MemoryModel::PartsLeaves(const Node& given, const Shape& part,
   }
 }
 
-MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part,
-                                         const Shape& piece) const {
+MemoryModel::Cost MemoryModel::PartsScratch(const Node& given, const Shape& part,
+                                            const Shape& piece, LeafParts& read) const {
   const Node& node = *OpOf(given).node;
   if (StreamableHere(node)) {
     Cost total;
@@ -279,7 +288,7 @@ MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part,
       const Node& in = *OpOf(*node.inputs[j]).node;
       const Shape p = InputPartShape(node.maps[j], in.grid, part);
       const Shape q = InputPartShape(node.maps[j], in.grid, piece);
-      Cost c = PartsCost(in, p, q);
+      Cost c = PartsScratch(in, p, q, read);
       if (StreamableHere(in)) {  // its piece is computed into a scratch
         c.held += NumElements(q) * in.dtype.size();
         c.peak = std::max(c.peak, c.held);
@@ -290,9 +299,10 @@ MemoryModel::Cost MemoryModel::PartsCost(const Node& given, const Shape& part,
     return total;
   }
   if (node.kind == NodeKind::kMemorySource) return {};
-  // A Zarr leaf: its last strip is held for the chain's other uses of it.
-  const int64_t strip = NumElements(part) * node.dtype.size();
-  return {strip + node.zarr->StripReadScratch(part).value_or(ZarrChunkReadBytes(node)), strip};
+  // A Zarr leaf: read once per strip (TaskRunner::LeafPart), its strip
+  // counted by the caller; the read's scratch while it reads.
+  if (!read.emplace(std::make_pair(&node, part), 0).second) return {};
+  return {node.zarr->StripReadScratch(part).value_or(ZarrChunkReadBytes(node)), 0};
 }
 
 // Leaves of a streamed elementwise chain (held whole) and a strip of
@@ -406,8 +416,73 @@ int64_t MemoryModel::ProjectGroup(const PlannedOp& leader) const {
   return reserved_ + held + scratch + worst;
 }
 
+std::optional<int64_t> MemoryModel::ProjectFold(std::span<const int> members) const {
+  const OpLookup op_of = [this](const Node& n) -> const PlannedOp& { return OpOf(n); };
+  // Each member's tree from the top: its combine rounds, then its leaf.
+  std::vector<std::vector<const Node*>> trees;
+  for (int m : members) {
+    std::vector<const Node*> levels;
+    const Node* node = ops_[m].node.get();
+    while (FoldsInTask(*node, op_of)) {
+      levels.push_back(node);
+      node = OpOf(*node->inputs[0]).node.get();
+    }
+    if (levels.empty()) return std::nullopt;
+    levels.push_back(node);
+    // The runtime folds in lockstep only trees of one shape: the same maps
+    // at every level read the same leaves, closing the same blocks.
+    if (!trees.empty()) {
+      const std::vector<const Node*>& lead = trees[0];
+      if (levels.size() != lead.size() || !(node->grid == lead.back()->grid)) return std::nullopt;
+      for (size_t l = 0; l + 1 < levels.size(); ++l) {
+        if (!SameMap(levels[l]->maps[0], lead[l]->maps[0])) return std::nullopt;
+      }
+    }
+    trees.push_back(std::move(levels));
+  }
+  // A level holds its running state, and an input state beside it while the
+  // first input is combined alone into it.
+  int64_t states = 0;
+  for (const std::vector<const Node*>& levels : trees) {
+    for (size_t l = 0; l + 1 < levels.size(); ++l) {
+      states += levels[l]->max_block_bytes() + levels[l + 1]->max_block_bytes();
+    }
+  }
+  // A leaf's sources are read once for all members (a sibling group keeps
+  // them) and released before the next leaf; each member's leaf is computed
+  // in turn beside them.
+  std::unordered_map<const Node*, int64_t> leaves;
+  for (size_t m = 0; m < members.size(); ++m) Leaves(*trees[m].back(), members[m], leaves, 1);
+  int64_t held = 0, scratch = 0;
+  for (const auto& [leaf, n] : leaves) {
+    const Cost c = Obtain(*leaf, members[0]);
+    held += n * c.held;
+    scratch = std::max(scratch, c.peak - c.held);
+  }
+  int64_t worst = 0;
+  held_leaves_ = &leaves;
+  for (size_t m = 0; m < members.size(); ++m) {
+    worst = std::max(worst, Obtain(*trees[m].back(), members[m]).peak);
+  }
+  held_leaves_ = nullptr;
+  // A member's block stored as several objects is staged one at a time.
+  int64_t staging = 0;
+  for (int m : members) {
+    const PlannedOp& op = ops_[m];
+    if (op.tier == Tier::kObject && op.stored_grid) {
+      staging = std::max(staging, op.stored_grid->max_block_elements() * op.node->dtype.size());
+    }
+  }
+  return reserved_ + states + held + scratch + worst + staging;
+}
+
 int64_t MemoryModel::Project(int index) const {
   const PlannedOp& op = ops_[index];
+  if (op.node->fold_states) {
+    std::vector<int> members = {index};
+    members.insert(members.end(), op.siblings.begin(), op.siblings.end());
+    if (std::optional<int64_t> fold = ProjectFold(members)) return *fold;
+  }
   if (!op.siblings.empty()) return ProjectGroup(op);
   const Node& node = *op.node;
   if (node.kind == NodeKind::kStore && node.target && node.target->sharded() &&

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -122,6 +123,12 @@ bool StreamsParts(const Node& node, const OpLookup& op_of);
 // lockstep: each StreamsParts, the same strip of inputs on one grid.
 bool StripsTogether(std::span<const Node* const> members, const OpLookup& op_of);
 
+// True when `node` is a reduction's combine round whose input blocks are
+// computed in the task reading them (a fused partial or combine round):
+// TaskRunner::FoldGroup then folds the fused tree's leaves one at a time,
+// and MemoryModel projects that.
+bool FoldsInTask(const Node& node, const OpLookup& op_of);
+
 // Per-task memory of the ops of a plan (or a draft of one).
 class MemoryModel {
  public:
@@ -150,6 +157,13 @@ class MemoryModel {
   //   + max over members (its peak with leaves already held + the other
   //     members' outputs)
   int64_t ProjectGroup(const PlannedOp& leader) const;
+  // A task whose members (the op, then its siblings) each FoldsInTask, with
+  // trees of one shape, folds leaf j of every member before leaf j + 1
+  // (TaskRunner::FoldGroup): per member and level of its tree, a running
+  // state and an input state; the leaf blocks' sources, held until every
+  // member has read them; one member's leaf computed at a time. Nullopt when
+  // the members' trees differ (each is then computed whole).
+  std::optional<int64_t> ProjectFold(std::span<const int> members) const;
   // The leaves a task of `root` reads while computing `node` (Zarr sources
   // and blocks fetched from tiers), with the most blocks of each it reads.
   void Leaves(const Node& node, int root, std::unordered_map<const Node*, int64_t>& out,
@@ -165,13 +179,17 @@ class MemoryModel {
   // time.
   int64_t ProjectStrips(std::span<const int> members) const;
   // A chain computed a piece of `piece`'s shape at a time for a strip of
-  // `part`'s shape, its Zarr leaves read a strip at a time: a strip held per
-  // leaf reference, a piece per streamed level, and a part read's scratch at
-  // its peak.
-  Cost PartsCost(const Node& node, const Shape& part, const Shape& piece) const;
+  // `part`'s shape, its Zarr leaves read a strip at a time. Each leaf's
+  // strip is held once for the whole strip (PartsLeaves, counted by the
+  // caller); beyond those, the chain holds a piece per streamed level below
+  // the top and, at its peak, the scratch of reading a leaf's strip the
+  // first time (`read`: the leaves read already, by this chain or an
+  // earlier member's).
+  using LeafParts = std::map<std::pair<const Node*, Shape>, int64_t>;
+  Cost PartsScratch(const Node& node, const Shape& part, const Shape& piece,
+                    LeafParts& read) const;
   // The Zarr leaves of such a chain with the bytes of the part each holds.
-  void PartsLeaves(const Node& node, const Shape& part,
-                   std::map<std::pair<const Node*, Shape>, int64_t>& out) const;
+  void PartsLeaves(const Node& node, const Shape& part, LeafParts& out) const;
   Cost Gather(const Node& node, int root) const;
   // The peak of one read through BlockRequest::read_part of a block of
   // partial input `in` (beyond the part itself, which the op allocates).

@@ -119,14 +119,8 @@ Result<NDArray> TaskRunner::ComputeBlock(const Node& node, std::span<const Index
   return out;
 }
 
-bool TaskRunner::FusedHere(const Node& node) const {
-  const int index = plan_.IndexOf(&node);
-  return index >= 0 && node.kind == NodeKind::kBlockwise && !plan_.ops()[index].materialized;
-}
-
 bool TaskRunner::Folds(const Node& node) const {
-  return node.fold_states && node.merge_state && node.inputs.size() == 1 &&
-         FusedHere(Resolve(*node.inputs[0]));
+  return FoldsInTask(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
 }
 
 int TaskRunner::FoldLeaves(const Node& node, std::span<const Index> block,

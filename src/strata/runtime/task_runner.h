@@ -150,15 +150,14 @@ class TaskRunner {
     Shape block;
     int closes;
   };
-  // True when `node` is a combine round whose input is computed in this task.
+  // True when `node` is a combine round whose input is computed in this task
+  // (FoldsInTask, as the memory model decides).
   bool Folds(const Node& node) const;
   // Appends the leaves of `node`'s block `block` in the tree's order; returns
   // the tree's depth (0: `node` is a leaf), or -2 when its leaves are not all
   // at one depth.
   int FoldLeaves(const Node& node, std::span<const Index> block,
                  std::vector<FoldLeaf>* leaves) const;
-  // True when `node` is a blockwise op computed inside the task reading it.
-  bool FusedHere(const Node& node) const;
   Result<NDArray> Exchange(const Node& node, std::span<const Index> block, const Box& box,
                            Frame& frame);
   // Writes a store task's block: one Zarr chunk, or each of the chunks it
