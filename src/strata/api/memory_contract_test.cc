@@ -205,7 +205,10 @@ TEST(MemoryContractTest, Matmul) {
         Array b = random::random(bs, {25, 8}, 5, spec);
         return std::vector<Array>{matmul(a, b)};
       },
-      125000 * 25 * 8);  // a's blocks rechunked along k to b's 25 rows
+      // a's rows rechunked along k to b's 25 rows: a quarter of them per
+      // task, the partial products folded into the sum's state one k block
+      // at a time (the combine round fused, MemoryModel::ProjectFold).
+      62500 * 25 * 8);
   ASSERT_EQ(h.results.size(), 1u);
   ASSERT_EQ(h.results[0].shape(), Shape({250000, 8}));
   for (Index i : {Index{0}, Index{125000}, Index{249999}}) {

@@ -281,11 +281,8 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     }
     ChunkGrid grid = internal_api::GridFromSizes(sizes);
     BlockFunction fn = [kernel, axes, sdt](const BlockRequest& r) -> Result<NDArray> {
-      return internal_api::CombineStates(r, *kernel, axes, sdt);
+      return internal_api::FoldStates(r, *kernel, axes, sdt);
     };
-    int64_t max_inputs = 1;
-    for (int a : axes) max_inputs *= std::min<Index>(split, state.chunks().grid_shape()[a]);
-    const int64_t extra = max_inputs * state_block_bytes;  // the gathered copy
     FoldFunction fold = [kernel, axes, sdt](std::span<const ConstArrayView> states,
                                             MemoryPool& pool) -> Result<NDArray> {
       Shape combined = states[0].shape();
@@ -310,7 +307,7 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
       return out;
     };
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
-                          {state}, {std::move(map)}, std::move(fn), extra, x.spec(),
+                          {state}, {std::move(map)}, std::move(fn), /*extra_mem=*/0, x.spec(),
                           NodeKind::kBlockwise,
                           [&](Node& node) {
                             node.fold_states = std::move(fold);
