@@ -49,7 +49,10 @@ bool FailsOnAllNan(ReduceOp op) { return op == ReduceOp::kNanArgmin || op == Red
 int ChooseSplitEvery(int requested, int64_t state_block_bytes, int num_axes, const Spec& spec) {
   if (requested >= 2) return requested;
   const int64_t budget = internal_api::TaskMemoryBudget(spec);
-  // Inputs + their gathered copy + the output, and at most
+  // Three states per input (the inputs, the output, and room for as much
+  // again: a combine round once gathered a copy of its inputs; it merges
+  // them in place now, and the factor stays so that the trees, and so the
+  // sums' rounding, are what they were), and at most
   // max_combine_state_bytes of inputs. (A mean over time of 21 blocks of
   // (24, 721, 1440) float64 merged 16 states of 16.6 MB at once, so all 21
   // were live, each a fresh buffer: peak RSS 1.48-1.55 GB; merged 3 at a
