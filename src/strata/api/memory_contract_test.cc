@@ -136,7 +136,7 @@ TEST(MemoryContractTest, ReductionReadsZarrChunksInStrips) {
 // Sibling partial reductions over two chunks along the reduced axis: each
 // task of the group folds both members' strips in lockstep, each leaf's
 // strip read once (TaskRunner::FoldStrips), and the model counts each strip
-// once (MemoryModel::ProjectStrips; it counted each twice).
+// once (MemoryModel::StripsPeak; it counted each twice).
 TEST(MemoryContractTest, SiblingPartialsFoldStripsInLockstep) {
   const Shape shape = {512, 128, 128}, chunks = {256, 128, 128};  // 32 MB chunks
   const Index plane = 128 * 128;

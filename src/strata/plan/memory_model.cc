@@ -195,16 +195,8 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
   if (StreamsParts(node)) {
     // The input chain is computed strip by strip, each leaf read a strip at
     // a time (TaskRunner::FoldStrips): no leaf block is ever whole.
-    const Node& in = *OpOf(*node.inputs[0]).node;
-    LeafParts leaves, read;
-    PartsLeaves(in, node.stream_part_strip, leaves);
-    int64_t strips = 0;
-    for (const auto& [leaf, bytes] : leaves) strips += bytes;
-    const Cost c = PartsScratch(in, node.stream_part_strip, node.stream_part_piece, read);
-    // A chain is computed into a piece; a leaf's part is folded as read.
-    const int64_t own =
-        StreamableHere(in) ? NumElements(node.stream_part_piece) * in.dtype.size() : 0;
-    return {strips + c.peak + own + node.extra_mem + block, block};
+    const Node* one[] = {&node};
+    return {StripsPeak(one), block};
   }
   if (node.streams_input && node.inputs.size() == 1 && StreamableHere(*node.inputs[0])) {
     // The input chain is computed strip by strip: its leaves' blocks are
@@ -245,17 +237,18 @@ bool MemoryModel::StreamsParts(const Node& node) const {
   return strata::StreamsParts(node, [this](const Node& n) -> const PlannedOp& { return OpOf(n); });
 }
 
-int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
+int64_t MemoryModel::StripsPeak(std::span<const Node* const> members) const {
   int64_t held = 0, chain = 0;
   LeafParts leaves, read;
   std::map<DTypeId, int64_t> pieces;
-  for (int m : members) {
-    const Node& node = *ops_[m].node;
+  for (const Node* member : members) {
+    const Node& node = *member;
     const Node& in = *OpOf(*node.inputs[0]).node;
     const Shape& strip = node.stream_part_strip;
-    // Its state for the whole task, a piece per dtype of the chains, each
-    // leaf's strip once for all, and one chain's scratch at a time (the
-    // members compute a piece in turn, in this order).
+    // Its state for the whole task, a piece per dtype of the chains (a
+    // leaf's part is folded as read), each leaf's strip once for all, and
+    // one chain's scratch at a time (the members compute a piece in turn, in
+    // this order).
     held += node.max_block_bytes() + node.extra_mem;
     if (StreamableHere(in)) pieces[in.dtype.id()] = NumElements(node.stream_part_piece) * in.dtype.size();
     chain = std::max(chain, PartsScratch(in, strip, node.stream_part_piece, read).peak);
@@ -263,7 +256,7 @@ int64_t MemoryModel::ProjectStrips(std::span<const int> members) const {
   }
   for (const auto& [leaf, bytes] : leaves) held += bytes;
   for (const auto& [dtype, bytes] : pieces) held += bytes;
-  return reserved_ + held + chain;
+  return held + chain;
 }
 
 void MemoryModel::PartsLeaves(const Node& given, const Shape& part, LeafParts& out) const {
@@ -393,7 +386,7 @@ int64_t MemoryModel::ProjectGroup(const PlannedOp& leader) const {
   std::vector<const Node*> nodes;
   for (int m : members) nodes.push_back(ops_[m].node.get());
   if (StripsTogether(nodes, [this](const Node& n) -> const PlannedOp& { return OpOf(n); })) {
-    return ProjectStrips(members);
+    return reserved_ + StripsPeak(nodes);
   }
   std::unordered_map<const Node*, int64_t> leaves;
   for (int m : members) Leaves(*ops_[m].node, m, leaves, 1);

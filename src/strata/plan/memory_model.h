@@ -174,10 +174,11 @@ class MemoryModel {
   bool StreamableHere(const Node& node) const;
   Cost StreamCost(const Node& node, int root, int64_t strip_elements) const;
   bool StreamsParts(const Node& node) const;
-  // A sibling group whose members StripsTogether holds every member's state,
-  // a piece per dtype, each leaf's strip once, and one member's chain at a
-  // time.
-  int64_t ProjectStrips(std::span<const int> members) const;
+  // The peak of folding `members`' inputs strip by strip (one node that
+  // StreamsParts, or a sibling group's that StripsTogether): every member's
+  // state, a piece per dtype, each leaf's strip once, and one member's chain
+  // at a time.
+  int64_t StripsPeak(std::span<const Node* const> members) const;
   // A chain computed a piece of `piece`'s shape at a time for a strip of
   // `part`'s shape, its Zarr leaves read a strip at a time. Each leaf's
   // strip is held once for the whole strip (PartsLeaves, counted by the
