@@ -413,6 +413,45 @@ TEST_P(RechunkTest, ForcedDiskRunsTheMultistagePlan) {
   EXPECT_EQ(FileBytes(spec.work_dir), 0);
 }
 
+// A blosc source chunk (4096, 128) of 4.2 MB costs 8.4 MB to read (decoded
+// beside its compressed bytes): with a task budget of 11 MB, a stage cannot
+// copy whole source chunks, and rechunker's max_mem (2.2 MB) is below one.
+// The plan must still fit (it was refused: a stage copying whole chunks
+// projected 13.6 MB), on the disk tier forced and with no RAM left.
+TEST_P(RechunkTest, SourceChunksTooBigToCopyBesideTheirReadStillPlanWithinBudget) {
+  TempDir dir;
+  const Shape shape = {4096, 1024};
+  WriteSource(dir.path() + "/src.zarr", shape, {4096, 128}, 5);
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 5);
+  for (const char* ram : {"", "40MB"}) {
+    Spec spec;
+    spec.allowed_mem = "12MB";
+    spec.reserved_mem = "1MB";
+    spec.workers = 2;
+    spec.executor = GetParam();
+    spec.work_dir = dir.path() + "/work";
+    if (*ram) {
+      spec.total_system_mem = ram;  // 16 MB of RAM left for a 33.6 MB intermediate
+    } else {
+      spec.tier = TierChoice::kDisk;
+    }
+    const std::string out = dir.path() + "/out" + ram + ".zarr";
+    Array b = to_zarr(from_zarr(dir.path() + "/src.zarr", spec).rechunk({256, 256}), out);
+    Result<std::shared_ptr<const Plan>> p = plan({b});
+    ASSERT_TRUE(p.ok()) << ram << ": " << p.status().ToString();
+    auto recorder = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(recorder);
+    Status run = Execute(**p, options).status();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    recorder->ExpectWithinBudget();
+    Result<NDArray> back = compute(from_zarr(out, testing_util::SmallSpec()));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(std::memcmp(back->data(), want.data(), want.nbytes()), 0) << ram;
+    EXPECT_EQ(FileBytes(spec.work_dir), 0);
+  }
+}
 
 // A 200 kB task budget (allowed_mem 1.2 MB less 1 MB reserved) forced onto
 // the disk tier: with min_mem 12 kB, rechunks of these tests go through

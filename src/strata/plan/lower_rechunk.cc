@@ -242,8 +242,17 @@ Status LowerOne(PlanDraft& d, const std::shared_ptr<const Node>& rechunk) {
   // copies at either end and on the stage tier.
   const CopyCosts copies = TierCopies(stage_tier, ends);
   // Strata's stage tasks hold only their output block (slices are read
-  // straight into it), so a stage may move blocks as large as the ends.
-  const int64_t max_mem = std::max({RechunkMaxMem(spec, copies), x->max_block_bytes(),
+  // straight into it), so a stage may move blocks as large as the ends: a
+  // source chunk only when a task can hold one beside reading a Zarr
+  // source's chunk (decoded whole, with its codec's copies). Otherwise a
+  // source chunk over max_mem has no multistage plan (as in rechunker), and
+  // the exchange below reads each chunk once and publishes it.
+  const int64_t source_block =
+      x->kind != NodeKind::kZarrSource ||
+              x->max_block_bytes() + LeafReadBytes(*x) <= spec.task_budget()
+          ? x->max_block_bytes()
+          : 0;
+  const int64_t max_mem = std::max({RechunkMaxMem(spec, copies), source_block,
                                     target.max_block_elements() * itemsize});
   const int64_t min_mem = rechunk->rechunk_min_mem >= 0
                               ? rechunk->rechunk_min_mem
