@@ -47,6 +47,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -776,6 +777,16 @@ def settings_from(args) -> Settings:
                     quiet_wait_s=args.quiet_wait)
 
 
+def stop_on_sigterm() -> None:
+    """Makes SIGTERM end this process as Ctrl-C does (KeyboardInterrupt), so
+    run_process's cleanup ends the contender's process group it started. By
+    default SIGTERM ends Python at once, and the contender, in a session of
+    its own, runs on with nobody measuring it. Main thread only."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"stopped by signal {signum}")
+    signal.signal(signal.SIGTERM, stop)
+
+
 class Bench:
     """One benchmark run: its settings, protocol, document and output file.
 
@@ -792,6 +803,8 @@ class Bench:
                  protocol: Protocol | None = None):
         self.name = name
         self.args = args
+        if threading.current_thread() is threading.main_thread():
+            stop_on_sigterm()
         self.settings = protocol.s if protocol else settings_from(args)
         os.makedirs(scratch, exist_ok=True)
         self.scratch = scratch

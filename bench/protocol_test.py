@@ -412,6 +412,42 @@ def test_run_process_timeout_ends_the_group_it_started(tmp_path):
         P.run_process(c, P.LinuxMachine(), scratch=str(tmp_path))
 
 
+HARNESS = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import protocol as P
+P.stop_on_sigterm()
+c = P.Contender("slow", ["/bin/sh", "-c", "echo $$ > " + sys.argv[2] + "; sleep 60 & sleep 60"])
+P.run_process(c, P.LinuxMachine(), scratch=sys.argv[3])
+"""
+
+
+def test_sigterm_to_the_harness_ends_the_contender_group_it_started(tmp_path):
+    # Without the handler SIGTERM ends the harness at once, and the contender
+    # (in a session of its own) runs on.
+    pidfile = tmp_path / "pid"
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS,
+                                os.path.dirname(os.path.abspath(__file__)), str(pidfile),
+                                str(tmp_path)])
+    t0 = time.time()
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() - t0 < 20:
+        time.sleep(0.02)
+    group = int(pidfile.read_text())
+    harness.terminate()
+    assert harness.wait(timeout=20) != 0
+    t0 = time.time()
+    alive = True
+    while alive and time.time() - t0 < 10:
+        try:
+            os.killpg(group, 0)
+            time.sleep(0.05)
+        except ProcessLookupError:
+            alive = False
+    if alive:
+        os.killpg(group, 9)
+    assert not alive, "the contender's process group outlived the harness"
+
+
 WAIT_FOR_CPU = r"""
 import sys, time
 sys.path.insert(0, sys.argv[3])
