@@ -286,27 +286,12 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
     BlockFunction fn = [kernel, axes, sdt](const BlockRequest& r) -> Result<NDArray> {
       return internal_api::FoldStates(r, *kernel, axes, sdt);
     };
-    FoldFunction fold = [kernel, axes, sdt](std::span<const ConstArrayView> states,
+    FoldFunction fold = [kernel, axes, sdt](const ConstArrayView& one,
                                             MemoryPool& pool) -> Result<NDArray> {
-      Shape combined = states[0].shape();
+      Shape combined = one.shape();
       for (int ax : axes) combined[ax] = 1;
       STRATA_ASSIGN_OR_RETURN(NDArray out, NDArray::Allocate(pool, sdt, combined));
-      if (states.size() == 1) {  // the fold's case: combined where it is
-        kernel->Combine(states[0], axes, out.view());
-        return out;
-      }
-      Shape all = states[0].shape();
-      all[axes[0]] = 0;
-      for (const ConstArrayView& s : states) all[axes[0]] += s.shape()[axes[0]];
-      STRATA_ASSIGN_OR_RETURN(NDArray side_by_side, NDArray::Allocate(pool, sdt, all));
-      Index at = 0;
-      for (const ConstArrayView& s : states) {
-        Box part = Box::FromShape(s.shape());
-        part.origin[axes[0]] = at;
-        at += s.shape()[axes[0]];
-        CopyArray(s, side_by_side.view().Slice(part));
-      }
-      kernel->Combine(side_by_side.view(), axes, out.view());
+      kernel->Combine(one, axes, out.view());
       return out;
     };
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,

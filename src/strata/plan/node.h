@@ -73,12 +73,10 @@ struct BlockRequest {
       read_part;
 };
 
-// Combines reduction states (blocks of one state array) into one whose
-// reduced axes have extent 1, allocating from `pool`: the states side by side
-// along the first reduced axis, then the reduction's Combine, which merges
-// them in order.
-using FoldFunction =
-    std::function<Result<NDArray>(std::span<const ConstArrayView> states, MemoryPool& pool)>;
+// Combines one reduction state (a block of the state array) into a fresh
+// one whose reduced axes have extent 1, allocating from `pool`: the running
+// state a fold starts from, as the reduction's Combine starts.
+using FoldFunction = std::function<Result<NDArray>(const ConstArrayView& state, MemoryPool& pool)>;
 // Merges one more state into `acc` (a FoldFunction's result), in place: the
 // same bytes as combining them all at once.
 using MergeFunction = std::function<void(const ConstArrayView& state, const ArrayView& acc)>;

@@ -175,8 +175,8 @@ Status TaskRunner::FoldGroup(std::span<const int> members, std::span<const Index
     for (size_t m = 0; m < members.size(); ++m) {
       frame.root = members[m];
       const Node& member = *plan_.ops()[members[m]].node;
-      auto fold = [&](std::span<const ConstArrayView> states) -> Result<NDArray> {
-        Result<NDArray> r = member.fold_states(states, *frame.pool);
+      auto fold = [&](const ConstArrayView& one) -> Result<NDArray> {
+        Result<NDArray> r = member.fold_states(one, *frame.pool);
         if (!r.ok()) return r.status().WithContext(fmt::format("{} ({})", member.op_name, member.name));
         return r;
       };
@@ -186,8 +186,7 @@ Status TaskRunner::FoldGroup(std::span<const int> members, std::span<const Index
       auto add = [&](int l, BlockView state) -> Status {
         Level& level = levels[m][l];
         if (level.inputs == 1) {
-          const ConstArrayView one[] = {level.held.view};
-          STRATA_ASSIGN_OR_RETURN(level.acc, fold(one));
+          STRATA_ASSIGN_OR_RETURN(level.acc, fold(level.held.view));
           level.held = BlockView();
         }
         if (level.inputs == 0) {
@@ -205,8 +204,7 @@ Status TaskRunner::FoldGroup(std::span<const int> members, std::span<const Index
         Level& level = levels[m][l];
         NDArray value;
         if (level.inputs == 1) {
-          const ConstArrayView one[] = {level.held.view};
-          STRATA_ASSIGN_OR_RETURN(value, fold(one));
+          STRATA_ASSIGN_OR_RETURN(value, fold(level.held.view));
         } else {
           value = std::move(level.acc);
         }
