@@ -417,7 +417,7 @@ TEST_P(RechunkTest, ForcedDiskRunsTheMultistagePlan) {
 // beside its compressed bytes): with a task budget of 11 MB, a stage cannot
 // copy whole source chunks, and rechunker's max_mem (2.2 MB) is below one.
 // The plan must still fit (it was refused: a stage copying whole chunks
-// projected 13.6 MB), on the disk tier forced and with no RAM left.
+// projected 13.6 MB), on the disk tier forced and with too little RAM left.
 TEST_P(RechunkTest, SourceChunksTooBigToCopyBesideTheirReadStillPlanWithinBudget) {
   TempDir dir;
   const Shape shape = {4096, 1024};
