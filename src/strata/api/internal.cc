@@ -239,16 +239,6 @@ Result<NDArray> CombineStates(const BlockRequest& request, const ReductionKernel
   return out;
 }
 
-Result<NDArray> FoldStates(const BlockRequest& request, const ReductionKernel& kernel,
-                           std::span<const int> axes, DType state_dtype) {
-  const auto& blocks = request.inputs[0];
-  STRATA_ASSIGN_OR_RETURN(NDArray out,
-                          NDArray::Allocate(*request.pool, state_dtype, request.box.shape));
-  kernel.Combine(blocks[0].view, axes, out.view());
-  for (size_t i = 1; i < blocks.size(); ++i) kernel.CombineInto(blocks[i].view, axes, out.view());
-  return out;
-}
-
 Result<UnifiedInputs> UnifyChunks(std::string_view op, const std::vector<Array>& inputs) {
   STRATA_RETURN_IF_ERROR(FirstError(inputs));
   std::vector<Shape> shapes;

@@ -116,13 +116,6 @@ Result<NDArray> Assemble(const BlockRequest& request, int input, const Box& regi
 Result<NDArray> CombineStates(const BlockRequest& request, const ReductionKernel& kernel,
                               std::span<const int> axes, DType state_dtype);
 
-// A reduction's combine round, without the gather: the first state block
-// combined alone, then each next one merged into that in place, in the
-// request's order (ReductionKernel::CombineInto: the same bits as combining
-// them gathered). Holds the output beside its inputs, never a copy of them.
-Result<NDArray> FoldStates(const BlockRequest& request, const ReductionKernel& kernel,
-                           std::span<const int> axes, DType state_dtype);
-
 // groupby_reduce (api/groupby.h) with the number of states merged per combine
 // round fixed (>= 2; 0 picks the most that fit in allowed_mem), so tests can
 // force many rounds. InvalidArgument for split_every 1 or negative.

@@ -283,9 +283,10 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
       }
     }
     ChunkGrid grid = internal_api::GridFromSizes(sizes);
-    BlockFunction fn = [kernel, axes, sdt](const BlockRequest& r) -> Result<NDArray> {
-      return internal_api::FoldStates(r, *kernel, axes, sdt);
-    };
+    // A block combines its first input state alone, then merges each next
+    // one in place (ReductionKernel::CombineInto: the same bits as combining
+    // them gathered), never holding a copy of its inputs; TaskRunner::
+    // FoldGroup folds a fused tree with the same two functions.
     FoldFunction fold = [kernel, axes, sdt](const ConstArrayView& one,
                                             MemoryPool& pool) -> Result<NDArray> {
       Shape combined = one.shape();
@@ -294,15 +295,20 @@ Array reduce(ReduceOp op, const Array& x_in, std::vector<int> axes_in, ReduceOpt
       kernel->Combine(one, axes, out.view());
       return out;
     };
+    MergeFunction merge = [kernel, axes](const ConstArrayView& one, const ArrayView& acc) {
+      kernel->CombineInto(one, axes, acc);
+    };
+    BlockFunction fn = [fold, merge](const BlockRequest& r) -> Result<NDArray> {
+      const auto& blocks = r.inputs[0];
+      STRATA_ASSIGN_OR_RETURN(NDArray out, fold(blocks[0].view, *r.pool));
+      for (size_t i = 1; i < blocks.size(); ++i) merge(blocks[i].view, out.view());
+      return out;
+    };
     state = MakeBlockwise(fmt::format("{}-combine-{}", name, round), grid.shape(), sdt, grid,
                           {state}, {std::move(map)}, std::move(fn), /*extra_mem=*/0, x.spec(),
-                          NodeKind::kBlockwise,
-                          [&](Node& node) {
+                          NodeKind::kBlockwise, [&](Node& node) {
                             node.fold_states = std::move(fold);
-                            node.merge_state = [kernel, axes](const ConstArrayView& state,
-                                                              const ArrayView& acc) {
-                              kernel->CombineInto(state, axes, acc);
-                            };
+                            node.merge_state = std::move(merge);
                           });
   }
 
