@@ -214,6 +214,21 @@ def top_others(before: dict | None, after: dict | None, exclude: set[int], n: in
     return rows[:n]
 
 
+def discard_reason(name: str, run: dict, threshold_cores: float) -> str:
+    """Why `name`'s run disturbed its rep, in one line: everything else's CPU,
+    then what it was: steal time (the host ran another guest on our cores),
+    the programs that used the most, or processes too short-lived to see."""
+    why = []
+    steal = run.get("other", {}).get("steal_cpu_s", 0.0)
+    if steal >= 0.01:
+        why.append(f"steal {steal:.2f} s")
+    why += [f"{p['comm']}" + (f" x{p['processes']}" if p["processes"] > 1 else "")
+            + f" {p['cpu_s']:.2f} s" for p in run["top_other_processes"][:3]]
+    return (f"{name}: everything else used {run['other_cpu_s']:.2f} s of CPU in "
+            f"{run['wall_s']:.2f} s ({run['other_cores']:.2f} cores > {threshold_cores}; "
+            f"{', '.join(why) or 'short-lived processes'})")
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path) as f:
@@ -692,13 +707,7 @@ class Protocol:
                          f"load {run['load_1min_before']:.2f}"
                          + (" DISTURBED" if run["disturbed"] else ""))
                 if run["disturbed"] and self.s.check:
-                    tops = ", ".join(
-                        f"{p['comm']}" + (f" x{p['processes']}" if p["processes"] > 1 else "")
-                        + f" {p['cpu_s']:.2f} s" for p in run["top_other_processes"][:3])
-                    rep["discarded_because"] = (
-                        f"{cname}: everything else used {run['other_cpu_s']:.2f} s of CPU in "
-                        f"{run['wall_s']:.2f} s ({run['other_cores']:.2f} cores > "
-                        f"{self.s.threshold_cores}; {tops or 'short-lived processes'})")
+                    rep["discarded_because"] = discard_reason(cname, run, self.s.threshold_cores)
                     break
             if "discarded_because" in rep:
                 case["discarded"].append(rep)

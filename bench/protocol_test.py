@@ -105,6 +105,19 @@ def test_disturbed_means_more_than_a_tenth_of_a_core_beyond_the_tolerance():
     assert not P.is_disturbed(-0.02, 1.0, 0.10, 0.0)
 
 
+def test_a_discarded_run_names_steal_and_the_busiest_programs():
+    run = {"wall_s": 4.84, "other_cpu_s": 0.76, "other_cores": 0.157,
+           "other": {"steal_cpu_s": 0.67},
+           "top_other_processes": [{"comm": "process_api", "processes": 1, "cpu_s": 0.01},
+                                   {"comm": "python", "processes": 2, "cpu_s": 0.05}]}
+    assert P.discard_reason("strata", run, 0.1) == (
+        "strata: everything else used 0.76 s of CPU in 4.84 s (0.16 cores > 0.1; "
+        "steal 0.67 s, process_api 0.01 s, python x2 0.05 s)")
+    run["other"]["steal_cpu_s"] = 0.0
+    run["top_other_processes"] = []
+    assert P.discard_reason("strata", run, 0.1).endswith("(0.16 cores > 0.1; short-lived processes)")
+
+
 def test_parse_proc_stat_line_with_a_hostile_comm():
     text = ("4242 (a) b) (c) S 7 4242 4242 0 -1 4194304 0 0 0 0 250 50 7 3 20 0 1 0 "
             "12345 0 0")
