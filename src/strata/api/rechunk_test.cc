@@ -517,6 +517,74 @@ TEST_P(RechunkTest, StagesStoreIntermediateChunksAndTheStoreWritesSeveral) {
   EXPECT_GE(irregular, 1) << (*p)->ToText();
 }
 
+// The same stages on the object tier, with a local directory as the object
+// store: each stage block is kept as its stored chunks, one object each,
+// staged one at a time when put (the projection counts one object beside
+// the block) and when read by the next stage or by the store (one object,
+// not a block: the stores of a sharded target read by region). The result
+// is direct generation, every task within its projection, and nothing is
+// left in the object store or work_dir.
+TEST_P(RechunkTest, StagesRunOnTheObjectTierWithinBudget) {
+  const Shape shape = {200, 150};
+  NDArray want = *NDArray::Allocate(*MemoryPool::Default(), DTypeId::kFloat64, shape);
+  FillSynthetic(want.view(), Box::FromShape(shape), shape, 21);
+  for (const bool sharded : {false, true}) {
+    SCOPED_TRACE(sharded ? "sharded target" : "chunked target");
+    TempDir dir;
+    WriteSource(dir.path() + "/src.zarr", shape, {200, 3}, 21);
+    Spec spec = StagedDiskSpec(GetParam(), dir.path() + "/work");
+    spec.tier = TierChoice::kObject;
+    spec.object_store_url = dir.path() + "/objects";
+    const std::string dst = dir.path() + "/dst.zarr";
+    ToZarrOptions to;
+    if (sharded) {
+      to.zarr_format = ZarrFormat::kV3;
+      to.shards = Shape{8, 150};
+    }
+    Array out =
+        to_zarr(from_zarr(dir.path() + "/src.zarr", spec).rechunk({4, 150}, "12kB"), dst, to);
+    Result<std::shared_ptr<const Plan>> p = plan({out});
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    int stored = 0;
+    const PlannedOp* stage = nullptr;
+    const PlannedOp* store = nullptr;
+    for (const PlannedOp& op : (*p)->ops()) {
+      if (op.node->kind == NodeKind::kStore) store = &op;
+      if (op.tier != Tier::kObject) continue;
+      ++stored;
+      stage = &op;
+      ASSERT_TRUE(op.stored_grid) << (*p)->ToText();
+      // Its own block and one stored object staged to put it, beside what
+      // its read takes.
+      EXPECT_GE(op.projected_mem, (*p)->spec().reserved_mem + op.node->max_block_bytes() +
+                                      op.stored_grid->max_block_elements() * 8)
+          << (*p)->ToText();
+    }
+    ASSERT_GE(stored, 1) << (*p)->ToText();
+    ASSERT_NE(store, nullptr);
+    if (sharded) {
+      // Inner chunk by inner chunk, the store reads the stage's blocks by
+      // region, one stored object at a time: it holds less than a block.
+      EXPECT_LT(store->projected_mem - (*p)->spec().reserved_mem, stage->node->max_block_bytes())
+          << (*p)->ToText();
+    }
+    auto rec = std::make_shared<RecordingCallback>();
+    ComputeOptions options;
+    options.callbacks.push_back(rec);
+    Status run = Execute(**p, options).status();
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    rec->ExpectWithinBudget();
+    EXPECT_GT(rec->summary.intermediate_bytes_written, 0);
+    Result<NDArray> got = compute(from_zarr(dst, testing_util::SmallSpec()));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(std::memcmp(got->data(), want.data(), want.nbytes()), 0);
+    int64_t files = 0;
+    EXPECT_EQ(FileBytes(spec.object_store_url, &files), 0);
+    EXPECT_EQ(files, 0);
+    EXPECT_EQ(FileBytes(spec.work_dir), 0);
+  }
+}
+
 // Resume prunes upstream (issue 17): a rerun of an interrupted rechunk runs
 // only the tasks that lead to target chunks not yet written. The interrupted
 // run is made exact: a run killed before any chunk was stored (its marker is

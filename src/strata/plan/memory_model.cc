@@ -48,6 +48,28 @@ int64_t MaxInputs(const InputMap& map) {
   return n;
 }
 
+// The largest object a block of `op` is kept as on the object tier: one of
+// its stored chunks, or the whole block (ObjectIntermediateStore).
+int64_t LargestObjectBytes(const PlannedOp& op) {
+  return op.stored_grid ? op.stored_grid->max_block_elements() * op.node->dtype.size()
+                        : op.node->max_block_bytes();
+}
+
+// What moving a whole block of `op` to or from its tier stages beside the
+// block: a block kept as several objects goes one object at a time through
+// a staging buffer; a block kept as one object, or on another tier, goes
+// directly.
+int64_t BlockStagingBytes(const PlannedOp& op) {
+  return op.tier == Tier::kObject && op.stored_grid ? LargestObjectBytes(op) : 0;
+}
+
+// What reading a region of a block of `op` from its tier stages: the object
+// tier GETs a byte range of one object at a time; the others are read in
+// place.
+int64_t RegionStagingBytes(const PlannedOp& op) {
+  return op.tier == Tier::kObject ? LargestObjectBytes(op) : 0;
+}
+
 }  // namespace
 
 bool Streamable(const PlannedOp& op) {
@@ -172,24 +194,20 @@ MemoryModel::Cost MemoryModel::Obtain(const Node& given, int root) const {
     default:
       break;
   }
-  if (op.materialized && op.index != root) return {block, block};  // fetched from its tier
+  if (op.materialized && op.index != root) {
+    return {block + BlockStagingBytes(op), block};  // fetched from its tier
+  }
   // Computed here (fused, or the root itself).
   if (node.kind == NodeKind::kExchange) {
-    // Slices go straight into the output from the input's tier; an input
-    // computed here is obtained one block at a time.
+    // Slices go straight into the output from the input's tier (the object
+    // tier stages them); a Zarr source is read in place, a part at a time;
+    // an input computed here is obtained one block at a time.
     const Node& in = *node.inputs[0];
     const PlannedOp& in_op = OpOf(in);
-    int64_t staged = 0;
-    if (!(in_op.materialized && in_op.index != root)) {
-      // A Zarr source is read in place, a part at a time.
-      staged = in_op.node->kind == NodeKind::kZarrSource ? ZarrPartsReadBytes(*in_op.node, node.grid)
-                                                         : Obtain(in, root).peak;
-    } else if (in_op.tier == Tier::kObject) {
-      // One ranged GET at a time, of at most one stored block.
-      staged = in_op.stored_grid
-                   ? in_op.stored_grid->max_block_elements() * in_op.node->dtype.size()
-                   : in_op.node->max_block_bytes();
-    }
+    const int64_t staged = in_op.materialized && in_op.index != root ? RegionStagingBytes(in_op)
+                           : in_op.node->kind == NodeKind::kZarrSource
+                               ? ZarrPartsReadBytes(*in_op.node, node.grid)
+                               : Obtain(in, root).peak;
     return {block + staged, block};
   }
   if (StreamsParts(node)) {
@@ -220,9 +238,7 @@ int64_t MemoryModel::PartReadPeak(const Node& given, int root) const {
   // As TaskRunner::ReadPart reads.
   const PlannedOp& op = OpOf(given);
   const Node& node = *op.node;
-  if (op.materialized && op.index != root) {
-    return op.tier == Tier::kObject ? node.max_block_bytes() : 0;
-  }
+  if (op.materialized && op.index != root) return RegionStagingBytes(op);
   // ReadChunkPart decodes at most the whole chunk, into a temporary.
   if (node.kind == NodeKind::kZarrSource && !node.zarr->is_sharded()) {
     return ZarrChunkReadBytes(node);
@@ -339,15 +355,12 @@ int64_t MemoryModel::InputRegionPeak(const Node& given, int root, int64_t region
   const PlannedOp& in_op = OpOf(given);
   const Node& in = *in_op.node;
   if (in_op.materialized && in_op.index != root) {
-    // Read by region from its tier (the object tier stages a block).
-    return in_op.tier == Tier::kObject ? in.max_block_bytes() : 0;
+    return RegionStagingBytes(in_op);  // read by region from its tier
   }
   if (in.kind == NodeKind::kExchange) {
     const PlannedOp& src_op = OpOf(*in.inputs[0]);
     const Node& src = *src_op.node;
-    if (src_op.materialized && src_op.index != root) {
-      return src_op.tier == Tier::kObject ? src.max_block_bytes() : 0;
-    }
+    if (src_op.materialized && src_op.index != root) return RegionStagingBytes(src_op);
     if (StreamableHere(src)) {
       return StreamCost(src, root, region_bytes / std::max(1, src.dtype.size())).peak;
     }
@@ -458,14 +471,9 @@ std::optional<int64_t> MemoryModel::ProjectFold(std::span<const int> members) co
     worst = std::max(worst, Obtain(*trees[m].back(), members[m]).peak);
   }
   held_leaves_ = nullptr;
-  // A member's block stored as several objects is staged one at a time.
+  // The members' blocks are stored in turn, each staging at most one object.
   int64_t staging = 0;
-  for (int m : members) {
-    const PlannedOp& op = ops_[m];
-    if (op.tier == Tier::kObject && op.stored_grid) {
-      staging = std::max(staging, op.stored_grid->max_block_elements() * op.node->dtype.size());
-    }
-  }
+  for (int m : members) staging = std::max(staging, BlockStagingBytes(ops_[m]));
   return reserved_ + states + held + scratch + worst + staging;
 }
 
@@ -505,11 +513,7 @@ int64_t MemoryModel::Project(int index) const {
       if (node.target->sharded()) write_extra += node.target->shard_layout()->max_shard_bytes();
     }
   }
-  if (op.tier == Tier::kObject && op.stored_grid) {
-    // A block stored as several objects is staged one object at a time.
-    write_extra += op.stored_grid->max_block_elements() * node.dtype.size();
-  }
-  return reserved_ + c.peak + write_extra;
+  return reserved_ + c.peak + write_extra + BlockStagingBytes(op);
 }
 
 int64_t ProjectTaskMemory(const Plan& plan, int op_index) {
