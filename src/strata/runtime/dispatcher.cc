@@ -136,7 +136,7 @@ Status Dispatcher::MakeTiers() {
         }
         tier = std::make_unique<ObjectIntermediateStore>(
             object_store_, JoinKey(object_prefix_, StoreName(op)), op.node->grid,
-            op.node->dtype, root_pool_->NewChild({"object tier staging", 0}), op.stored_grid);
+            op.node->dtype, op.stored_grid);
         break;
       }
     }

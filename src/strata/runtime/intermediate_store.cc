@@ -42,8 +42,10 @@ Result<NDArray> IntermediateStore::NewBlock(std::span<const Index> /*block*/, DT
   return NDArray::Allocate(pool, dtype, std::move(shape));
 }
 
-Status IntermediateStore::GetRegions(std::span<const RegionRead> reads) {
-  for (const RegionRead& r : reads) STRATA_RETURN_IF_ERROR(GetRegion(r.block, r.region, r.out));
+Status IntermediateStore::GetRegions(std::span<const RegionRead> reads, MemoryPool& staging) {
+  for (const RegionRead& r : reads) {
+    STRATA_RETURN_IF_ERROR(GetRegion(r.block, r.region, r.out, staging));
+  }
   return Status::Ok();
 }
 
@@ -85,7 +87,8 @@ Status MemoryIntermediateStore::Spill(std::span<const Index> block, const NDArra
   return WriteFile(*path, data.bytes());
 }
 
-Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+Status MemoryIntermediateStore::Put(std::span<const Index> block, NDArray data,
+                                    MemoryPool& /*staging*/) {
   // Publish-once: a block that is here already (put by an earlier attempt
   // that then failed or died, or by the other attempt of a task with a
   // backup) stays as it is, and this copy, the same bytes, is dropped. A
@@ -156,7 +159,7 @@ std::shared_ptr<const NDArray> MemoryIntermediateStore::InRam(
 }
 
 Status MemoryIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
-                                          const ArrayView& out) {
+                                          const ArrayView& out, MemoryPool& /*staging*/) {
   STRATA_ASSIGN_OR_RETURN(Entry entry, Find(block));
   if (entry.data) {
     CopyArray(entry.data->view().Slice(region), out);
@@ -219,7 +222,8 @@ Result<std::unique_ptr<DiskIntermediateStore>> DiskIntermediateStore::Create(
 
 DiskIntermediateStore::~DiskIntermediateStore() { Cleanup().IgnoreError(); }
 
-Status DiskIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+Status DiskIntermediateStore::Put(std::span<const Index> block, NDArray data,
+                                  MemoryPool& /*staging*/) {
   // Publish-once (see MemoryIntermediateStore::Put): the first file of
   // each stored piece stays. Each piece is written straight from the block
   // (its runs gathered by writev).
@@ -238,12 +242,12 @@ Result<std::shared_ptr<const NDArray>> DiskIntermediateStore::Get(std::span<cons
                                                                   MemoryPool& pool) {
   STRATA_ASSIGN_OR_RETURN(NDArray a,
                           NDArray::Allocate(pool, dtype_, layout_.blocks().BlockShape(block)));
-  STRATA_RETURN_IF_ERROR(GetRegion(block, Box::FromShape(a.shape()), a.view()));
+  STRATA_RETURN_IF_ERROR(GetRegion(block, Box::FromShape(a.shape()), a.view(), pool));
   return std::make_shared<const NDArray>(std::move(a));
 }
 
 Status DiskIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
-                                        const ArrayView& out) {
+                                        const ArrayView& out, MemoryPool& /*staging*/) {
   for (const StoredLayout::Piece& piece : layout_.Pieces(block, region)) {
     STRATA_RETURN_IF_ERROR(ReadRegionFromFile(fmt::format("{}/{}", dir_, piece.key), piece.shape,
                                               piece.in_piece, out.Slice(piece.in_region)));
@@ -369,7 +373,8 @@ std::shared_ptr<ShmIntermediateStore::Pending> ShmIntermediateStore::TakePending
   return nullptr;
 }
 
-Status ShmIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+Status ShmIntermediateStore::Put(std::span<const Index> block, NDArray data,
+                                 MemoryPool& /*staging*/) {
   const int64_t bytes = data.nbytes();
   if (bytes == 0) return Status::Ok();  // nothing to keep: View makes an empty block
   if (std::shared_ptr<Pending> pending = TakePending(block, data.data())) {
@@ -456,7 +461,7 @@ Result<std::shared_ptr<const NDArray>> ShmIntermediateStore::Get(std::span<const
 }
 
 Status ShmIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
-                                       const ArrayView& out) {
+                                       const ArrayView& out, MemoryPool& /*staging*/) {
   const Shape shape = grid_.BlockShape(block);
   if (region.empty()) return Status::Ok();
   if (std::optional<ObjectId> published = Published(block)) {

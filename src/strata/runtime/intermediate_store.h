@@ -71,17 +71,21 @@ struct BlockView {
 class IntermediateStore {
  public:
   virtual ~IntermediateStore() = default;
-  // Takes the block (shape == the grid's block shape).
-  virtual Status Put(std::span<const Index> block, NDArray data) = 0;
+  // Takes the block (shape == the grid's block shape). A tier that copies
+  // the block to store it (the object tier, for a block kept as several
+  // objects) stages the copy in `staging`: the storing task's pool, so that
+  // the task's measured memory counts it.
+  virtual Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) = 0;
   // The block, for reading; buffers come from `pool` when it must be read.
   virtual Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                                      MemoryPool& pool) = 0;
   // The block for reading without a copy where the tier allows it (default:
   // Get).
   virtual Result<BlockView> View(std::span<const Index> block, MemoryPool& pool);
-  // `region` (in the block's coordinates) of the block, into `out`.
+  // `region` (in the block's coordinates) of the block, into `out`. A tier
+  // that reads through a buffer (the object tier) takes it from `staging`.
   virtual Status GetRegion(std::span<const Index> block, const Box& region,
-                           const ArrayView& out) = 0;
+                           const ArrayView& out, MemoryPool& staging) = 0;
   // One region of one block, for GetRegions.
   struct RegionRead {
     Shape block;
@@ -90,7 +94,7 @@ class IntermediateStore {
   };
   // GetRegion of each of `reads`. Default: one after the other. The mpi tier
   // asks each rank once for all the regions it holds instead of once each.
-  virtual Status GetRegions(std::span<const RegionRead> reads);
+  virtual Status GetRegions(std::span<const RegionRead> reads, MemoryPool& staging);
   // A buffer for `block` (of `dtype` and `shape`) for a task to compute into
   // and hand to Put. Default: from `pool`. ShmIntermediateStore hands out the
   // shared-memory object itself, which Put then seals without a copy (and
@@ -130,10 +134,11 @@ class MemoryIntermediateStore : public IntermediateStore {
                           std::shared_ptr<RamBudget> budget = nullptr,
                           std::string spill_dir = "");
   ~MemoryIntermediateStore() override;
-  Status Put(std::span<const Index> block, NDArray data) override;
+  Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
-  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& staging) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override;
   int64_t bytes_written() const override { return spilled_bytes_.load(); }
@@ -175,10 +180,11 @@ class DiskIntermediateStore : public IntermediateStore {
   static Result<std::unique_ptr<DiskIntermediateStore>> Create(
       std::string dir, ChunkGrid grid, DType dtype, std::optional<ChunkGrid> stored = {});
   ~DiskIntermediateStore() override;
-  Status Put(std::span<const Index> block, NDArray data) override;
+  Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
-  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& staging) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return bytes_written_.load(); }
@@ -226,13 +232,14 @@ class ShmIntermediateStore : public IntermediateStore {
   ShmIntermediateStore(std::string name, int64_t array, ChunkGrid grid, DType dtype,
                        ShmStore* store, std::string fallback_dir);
   ~ShmIntermediateStore() override;
-  Status Put(std::span<const Index> block, NDArray data) override;
+  Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
   Result<BlockView> View(std::span<const Index> block, MemoryPool& pool) override;
   Result<NDArray> NewBlock(std::span<const Index> block, DType dtype, Shape shape,
                            MemoryPool& pool) override;
-  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& staging) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override;
   int64_t bytes_written() const override { return fallback_bytes_.load(); }

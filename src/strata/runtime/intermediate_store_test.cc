@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -119,7 +120,7 @@ TierUnderTest ObjectTier(bool split = false) {
       -> Result<std::unique_ptr<IntermediateStore>> {
     *store = std::make_shared<MemoryStore>();
     return std::unique_ptr<IntermediateStore>(std::make_unique<ObjectIntermediateStore>(
-        *store, "run/array-001", grid, dtype, TierPool(), Split(grid, split)));
+        *store, "run/array-001", grid, dtype, Split(grid, split)));
   };
   t.counts_resident = false;
   t.writes_everything = true;
@@ -135,6 +136,49 @@ INSTANTIATE_TEST_SUITE_P(Tiers, IntermediateStoreConformance,
                                            DiskTier(/*split=*/true), ShmTier(), ObjectTier(),
                                            ObjectTier(/*split=*/true)),
                          testing_util::TierName);
+
+// The object tier stages in the pool it is given (the calling task's, so
+// that the task's measured memory counts it), one object at a time: a block
+// of (8, 6) kept as stored chunks of (2, 6) puts and reads back through one
+// 96-byte buffer; a block kept as one object is put without one.
+TEST(ObjectTierTest, StagesOneObjectAtATimeInTheCallersPool) {
+  auto store = std::make_shared<MemoryStore>();
+  const ChunkGrid grid = *ChunkGrid::Regular({16, 6}, {8, 6});
+  ObjectIntermediateStore split(store, "run/split", grid, DTypeId::kFloat64,
+                                *ChunkGrid::Regular({16, 6}, {2, 6}));
+  ObjectIntermediateStore whole(store, "run/whole", grid, DTypeId::kFloat64);
+  auto pool = MemoryPool::Default()->NewChild({"task", 0});
+  const Shape shape = {8, 6};
+  NDArray block = *NDArray::Allocate(*pool, DTypeId::kFloat64, shape);
+  FillSynthetic(block.view(), Box::FromShape(shape), shape, 5);
+  const std::vector<Index> b = {1, 0};
+  auto staged = [&](auto&& call) {
+    auto staging = pool->NewChild({"staging", 0});
+    EXPECT_TRUE(call(*staging).ok());
+    EXPECT_EQ(staging->bytes_in_use(), 0);
+    return staging->peak_bytes();
+  };
+  EXPECT_EQ(staged([&](MemoryPool& p) {
+              return split.Put(b, *NDArray::CopyOf(*pool, block.view()), p);
+            }),
+            96);
+  EXPECT_EQ(staged([&](MemoryPool& p) {
+              return whole.Put(b, *NDArray::CopyOf(*pool, block.view()), p);
+            }),
+            0);
+  // Rows 1..6, columns 2..4: four stored chunks, one GET each.
+  const Box region({1, 2}, {6, 3});
+  for (ObjectIntermediateStore* tier : {&split, &whole}) {
+    NDArray part = *NDArray::Allocate(*pool, DTypeId::kFloat64, region.shape);
+    const int64_t most =
+        staged([&](MemoryPool& p) { return tier->GetRegion(b, region, part.view(), p); });
+    // From the region's first element to its last, in one stored chunk or
+    // across the block.
+    EXPECT_EQ(most, tier == &split ? (6 + 3) * 8 : (5 * 6 + 3) * 8);
+    NDArray want = *NDArray::CopyOf(*pool, block.view().Slice(region));
+    EXPECT_EQ(std::memcmp(part.data(), want.data(), want.nbytes()), 0);
+  }
+}
 
 // A file holding `junk` bytes and then the raw C-order bytes of `block`.
 std::string WriteBlockFile(const std::string& path, const NDArray& block, int64_t junk) {

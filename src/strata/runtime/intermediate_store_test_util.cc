@@ -58,7 +58,7 @@ void PutAll(const TierUnderTest& t, Fixture& f, IntermediateStore& store) {
                                    : NDArray::Allocate(*f.pool, f.dtype, block_shape);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     CopyArray(f.Expected(block), a->view());
-    Status s = store.Put(block, std::move(a).value());
+    Status s = store.Put(block, std::move(a).value(), *f.pool);
     ASSERT_TRUE(s.ok()) << "block " << ShapeToString(block) << ": " << s.ToString();
   }
 }
@@ -89,7 +89,7 @@ TEST_P(IntermediateStoreConformance, EveryWayOfReadingGivesWhatWasPut) {
     }
     NDArray out = *NDArray::Zeros(*f.pool, f.dtype, {region.shape[0] + 2, region.shape[1] + 3});
     const Box place({1, 2}, region.shape);
-    Status s = (*store)->GetRegion(block, region, out.view().Slice(place));
+    Status s = (*store)->GetRegion(block, region, out.view().Slice(place), *f.pool);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_TRUE(ArraysEqual(out.view().Slice(place), f.Expected(block).Slice(region)));
   }
@@ -102,7 +102,7 @@ TEST_P(IntermediateStoreConformance, EveryWayOfReadingGivesWhatWasPut) {
     reads.push_back({block, Box({0, bs[1] / 2}, {bs[0], 1}),
                      batch.view().Slice(Box({3 * b, 0}, {bs[0], 1}))});
   }
-  Status s = (*store)->GetRegions(reads);
+  Status s = (*store)->GetRegions(reads, *f.pool);
   ASSERT_TRUE(s.ok()) << s.ToString();
   for (const auto& r : reads) {
     EXPECT_TRUE(ArraysEqual(r.out, f.Expected(r.block).Slice(r.region)))
@@ -127,11 +127,11 @@ TEST_P(IntermediateStoreConformance, SecondPutOfABlockKeepsTheFirst) {
   int64_t resident = 0, written = 0;
   if (PutsHere(t, 1)) {
     NDArray first = *NDArray::CopyOf(*f.pool, f.Expected(block));
-    ASSERT_TRUE((*store)->Put(block, std::move(first)).ok());
+    ASSERT_TRUE((*store)->Put(block, std::move(first), *f.pool).ok());
     resident = (*store)->resident_bytes();
     written = (*store)->bytes_written();
     NDArray second = *NDArray::Zeros(*f.pool, f.dtype, bs);
-    ASSERT_TRUE((*store)->Put(block, std::move(second)).ok());
+    ASSERT_TRUE((*store)->Put(block, std::move(second), *f.pool).ok());
     EXPECT_EQ((*store)->resident_bytes(), resident);
     EXPECT_EQ((*store)->bytes_written(), written);
   }
@@ -163,12 +163,12 @@ TEST_P(IntermediateStoreConformance, InterleavedAttemptsPublishOnce) {
     ASSERT_TRUE(backup.ok()) << backup.status().ToString();
     EXPECT_NE(straggler->data(), backup->data());
     CopyArray(f.Expected(block), backup->view());
-    ASSERT_TRUE((*store)->Put(block, *std::move(backup)).ok());
+    ASSERT_TRUE((*store)->Put(block, *std::move(backup), *f.pool).ok());
     Result<std::shared_ptr<const NDArray>> early = (*store)->Get(block, *f.pool);
     ASSERT_TRUE(early.ok()) << early.status().ToString();
     EXPECT_TRUE(ArraysEqual((*early)->view(), f.Expected(block)));
     CopyArray(f.Expected(block), straggler->view());
-    ASSERT_TRUE((*store)->Put(block, *std::move(straggler)).ok());
+    ASSERT_TRUE((*store)->Put(block, *std::move(straggler), *f.pool).ok());
     if (t.counts_resident) {
       EXPECT_EQ((*store)->resident_bytes(), NumElements(bs) * 8);
     }
@@ -235,7 +235,7 @@ TEST_P(IntermediateStoreConformance, EraseFreesAndCleanupLeavesNothing) {
   for (Index b = 1; b < f.grid.num_blocks(); b += 2) {
     const Shape block = f.Block(b);
     NDArray out = *NDArray::Zeros(*f.pool, f.dtype, f.grid.BlockShape(block));
-    Status s = (*store)->GetRegion(block, Box::FromShape(out.shape()), out.view());
+    Status s = (*store)->GetRegion(block, Box::FromShape(out.shape()), out.view(), *f.pool);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_TRUE(ArraysEqual(out.view(), f.Expected(block)));
   }
@@ -263,7 +263,7 @@ TEST_P(IntermediateStoreConformance, RankZeroBlock) {
   if (PutsHere(t, 0)) {
     NDArray a = *NDArray::Allocate(*pool, DTypeId::kInt32, {});
     *a.data_as<int32_t>() = 42;
-    ASSERT_TRUE((*store)->Put({}, std::move(a)).ok());
+    ASSERT_TRUE((*store)->Put({}, std::move(a), *pool).ok());
   }
   Sync(t);
   Result<std::shared_ptr<const NDArray>> got = (*store)->Get({}, *pool);

@@ -56,8 +56,8 @@ struct TierUnderTest {
 // BlockServer) beside the store it forwards every call to.
 class ForwardingStore : public IntermediateStore {
  public:
-  Status Put(std::span<const Index> b, NDArray data) override {
-    return target_->Put(b, std::move(data));
+  Status Put(std::span<const Index> b, NDArray data, MemoryPool& p) override {
+    return target_->Put(b, std::move(data), p);
   }
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> b, MemoryPool& p) override {
     return target_->Get(b, p);
@@ -65,11 +65,12 @@ class ForwardingStore : public IntermediateStore {
   Result<BlockView> View(std::span<const Index> b, MemoryPool& p) override {
     return target_->View(b, p);
   }
-  Status GetRegion(std::span<const Index> b, const Box& r, const ArrayView& out) override {
-    return target_->GetRegion(b, r, out);
+  Status GetRegion(std::span<const Index> b, const Box& r, const ArrayView& out,
+                   MemoryPool& p) override {
+    return target_->GetRegion(b, r, out, p);
   }
-  Status GetRegions(std::span<const RegionRead> reads) override {
-    return target_->GetRegions(reads);
+  Status GetRegions(std::span<const RegionRead> reads, MemoryPool& p) override {
+    return target_->GetRegions(reads, p);
   }
   Result<NDArray> NewBlock(std::span<const Index> b, DType d, Shape s, MemoryPool& p) override {
     return target_->NewBlock(b, d, std::move(s), p);

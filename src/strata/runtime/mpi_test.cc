@@ -397,7 +397,7 @@ TEST(MpiTest, BlockServerAnswersBatchesAndStopsAtAMissingBlock) {
   for (Index b = 0; b < 6; ++b) {
     if (b % size != Rank() || b == 4) continue;
     NDArray a = *NDArray::CopyOf(*pool, whole.view().Slice(Box({2 * b, 0}, {2, 6})));
-    ASSERT_TRUE(store.Put(std::vector<Index>{b, 0}, std::move(a)).ok());
+    ASSERT_TRUE(store.Put(std::vector<Index>{b, 0}, std::move(a), *pool).ok());
   }
   BlockServer server({&store}, pool);
   server.Start();
@@ -411,7 +411,7 @@ TEST(MpiTest, BlockServerAnswersBatchesAndStopsAtAMissingBlock) {
       reads.push_back(
           {Shape{b, 0}, Box({0, first}, {2, 4}), got.view().Slice(Box({2 * b, 0}, {2, 4}))});
     }
-    return store.GetRegions(reads);
+    return store.GetRegions(reads, *pool);
   };
   auto expect_rows = [&](const NDArray& got, Index b, Index first) {
     EXPECT_TRUE(ArraysEqual(got.view().Slice(Box({2 * b, 0}, {2, 4})),

@@ -64,8 +64,9 @@ int MpiIntermediateStore::Owner(std::span<const Index> block) const {
   return owner_(LinearIndex(block, grid_.grid_shape()));
 }
 
-Status MpiIntermediateStore::Put(std::span<const Index> block, NDArray data) {
-  return local_->Put(block, std::move(data));
+Status MpiIntermediateStore::Put(std::span<const Index> block, NDArray data,
+                                 MemoryPool& staging) {
+  return local_->Put(block, std::move(data), staging);
 }
 
 Result<std::shared_ptr<const NDArray>> MpiIntermediateStore::Get(std::span<const Index> block,
@@ -92,19 +93,19 @@ Result<BlockView> MpiIntermediateStore::View(std::span<const Index> block, Memor
 }
 
 Status MpiIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
-                                       const ArrayView& out) {
+                                       const ArrayView& out, MemoryPool& staging) {
   const RegionRead read{Shape(block.begin(), block.end()), region, out};
-  return GetRegions(std::span(&read, 1));
+  return GetRegions(std::span(&read, 1), staging);
 }
 
-Status MpiIntermediateStore::GetRegions(std::span<const RegionRead> reads) {
+Status MpiIntermediateStore::GetRegions(std::span<const RegionRead> reads, MemoryPool& staging) {
   std::map<int, std::vector<const RegionRead*>> remote;  // by owner
   for (const RegionRead& r : reads) {
     if (r.region.empty()) continue;
     const int owner = Owner(r.block);
     STRATA_RETURN_IF_ERROR(CheckOwner(owner, r.block));
     if (owner == mpi::Rank()) {
-      STRATA_RETURN_IF_ERROR(local_->GetRegion(r.block, r.region, r.out));
+      STRATA_RETURN_IF_ERROR(local_->GetRegion(r.block, r.region, r.out, staging));
     } else {
       remote[owner].push_back(&r);
     }
@@ -179,7 +180,7 @@ Result<MpiIntermediateStore::Answer> MpiIntermediateStore::StartServe(int to, In
     answer.held.reset();
     Result<NDArray> buffer = NDArray::Allocate(pool, dtype_, region.shape);
     s = buffer.status();
-    if (s.ok()) s = local_->GetRegion(block, region, buffer->view());
+    if (s.ok()) s = local_->GetRegion(block, region, buffer->view(), pool);
     if (s.ok()) {
       answer.staged = *std::move(buffer);
       bytes = answer.staged.bytes();

@@ -39,12 +39,13 @@ class MpiIntermediateStore : public IntermediateStore {
   MpiIntermediateStore(int op, ChunkGrid grid, DType dtype,
                        std::unique_ptr<IntermediateStore> local,
                        std::function<int(Index)> owner, std::shared_ptr<MemoryPool> staging);
-  Status Put(std::span<const Index> block, NDArray data) override;
+  Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
   Result<BlockView> View(std::span<const Index> block, MemoryPool& pool) override;
-  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
-  Status GetRegions(std::span<const RegionRead> reads) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& staging) override;
+  Status GetRegions(std::span<const RegionRead> reads, MemoryPool& staging) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override { return local_->resident_bytes(); }
   int64_t bytes_written() const override { return local_->bytes_written(); }

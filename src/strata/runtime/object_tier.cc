@@ -6,13 +6,11 @@ namespace strata {
 
 ObjectIntermediateStore::ObjectIntermediateStore(std::shared_ptr<Store> store, std::string prefix,
                                                  ChunkGrid grid, DType dtype,
-                                                 std::shared_ptr<MemoryPool> scratch,
                                                  std::optional<ChunkGrid> stored)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       layout_(std::move(grid), std::move(stored)),
-      dtype_(dtype),
-      scratch_(std::move(scratch)) {}
+      dtype_(dtype) {}
 
 ObjectIntermediateStore::~ObjectIntermediateStore() { Cleanup().IgnoreError(); }
 
@@ -20,7 +18,8 @@ std::string ObjectIntermediateStore::Key(const std::string& piece) const {
   return JoinKey(prefix_, piece);
 }
 
-Status ObjectIntermediateStore::Put(std::span<const Index> block, NDArray data) {
+Status ObjectIntermediateStore::Put(std::span<const Index> block, NDArray data,
+                                    MemoryPool& staging) {
   // Publish-once (intermediate_store.h): a piece already stored stays. Two
   // attempts storing at the very same moment both PUT; a PUT replaces an
   // object whole with the same bytes, so readers see one or the other.
@@ -35,7 +34,7 @@ Status ObjectIntermediateStore::Put(std::span<const Index> block, NDArray data) 
     }
     // A stored chunk of the block: staged contiguous for its PUT.
     STRATA_ASSIGN_OR_RETURN(NDArray part,
-                            NDArray::CopyOf(*scratch_, data.view().Slice(piece.in_region)));
+                            NDArray::CopyOf(staging, data.view().Slice(piece.in_region)));
     STRATA_RETURN_IF_ERROR(store_->Set(Key(piece.key), part.bytes()));
     written += part.nbytes();
   }
@@ -51,13 +50,13 @@ Result<std::shared_ptr<const NDArray>> ObjectIntermediateStore::Get(std::span<co
   if (pieces.size() == 1 && pieces[0].in_region == Box::FromShape(a.shape())) {
     STRATA_RETURN_IF_ERROR(store_->GetInto(Key(pieces[0].key), a.bytes()));
   } else {
-    STRATA_RETURN_IF_ERROR(GetRegion(block, Box::FromShape(a.shape()), a.view()));
+    STRATA_RETURN_IF_ERROR(GetRegion(block, Box::FromShape(a.shape()), a.view(), pool));
   }
   return std::make_shared<const NDArray>(std::move(a));
 }
 
 Status ObjectIntermediateStore::GetRegion(std::span<const Index> block, const Box& region,
-                                          const ArrayView& out) {
+                                          const ArrayView& out, MemoryPool& staging) {
   const int64_t item = dtype_.size();
   for (const StoredLayout::Piece& piece : layout_.Pieces(block, region)) {
     const Shape strides = ContiguousStrides(piece.shape, item);
@@ -70,7 +69,7 @@ Status ObjectIntermediateStore::GetRegion(std::span<const Index> block, const Bo
     }
     const int64_t span = last - first;
     STRATA_ASSIGN_OR_RETURN(Buffer staged,
-                            store_->GetRange(Key(piece.key), first, span, *scratch_));
+                            store_->GetRange(Key(piece.key), first, span, staging));
     if (staged.size() != span) {
       return DataLossError(fmt::format("{}/{}: object tier block is shorter than its block",
                                        store_->url(), Key(piece.key)));

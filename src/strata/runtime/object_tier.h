@@ -7,8 +7,9 @@
 // GetRegion asks, per stored object, for the one byte range that spans the
 // region (a single GET) into a staging buffer of at most one object, then
 // copies the region out: per-run range requests would cost one round trip per
-// row. The planner counts that staging buffer in the projection of tasks that
-// read this tier.
+// row. That staging buffer (and Put's, for a block kept as several objects)
+// comes from the calling task's pool, and the planner counts it in the
+// projection of tasks that read or write this tier.
 //
 // Thread-safety: every method is safe to call concurrently.
 #ifndef STRATA_RUNTIME_OBJECT_TIER_H_
@@ -26,17 +27,15 @@ namespace strata {
 class ObjectIntermediateStore : public IntermediateStore {
  public:
   // Blocks go to `store` under `prefix` (e.g. "strata-run-123/array-004"),
-  // in chunks of `stored` when given (see StoredLayout). Staging buffers of
-  // GetRegion (and of Put, for a block split into several objects) come
-  // from `scratch`.
+  // in chunks of `stored` when given (see StoredLayout).
   ObjectIntermediateStore(std::shared_ptr<Store> store, std::string prefix, ChunkGrid grid,
-                          DType dtype, std::shared_ptr<MemoryPool> scratch,
-                          std::optional<ChunkGrid> stored = {});
+                          DType dtype, std::optional<ChunkGrid> stored = {});
   ~ObjectIntermediateStore() override;
-  Status Put(std::span<const Index> block, NDArray data) override;
+  Status Put(std::span<const Index> block, NDArray data, MemoryPool& staging) override;
   Result<std::shared_ptr<const NDArray>> Get(std::span<const Index> block,
                                              MemoryPool& pool) override;
-  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out) override;
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& staging) override;
   Status Erase(std::span<const Index> block) override;
   int64_t resident_bytes() const override { return 0; }
   int64_t bytes_written() const override { return bytes_written_.load(); }
@@ -52,7 +51,6 @@ class ObjectIntermediateStore : public IntermediateStore {
   std::string prefix_;
   StoredLayout layout_;
   DType dtype_;
-  std::shared_ptr<MemoryPool> scratch_;
   std::atomic<int64_t> bytes_written_{0};
   bool owner_ = true;
 };

@@ -434,7 +434,7 @@ TEST_F(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
     NDArray a = *NDArray::Allocate(*pool, DTypeId::kFloat64, {256, 512});
     FillSynthetic(a.view(), Box({b * 256, 0}, {256, 512}), Shape{512, 512}, 4);
     blocks.push_back(*NDArray::CopyOf(*pool, a.view()));
-    ASSERT_TRUE(tier.Put(std::vector<Index>{b, 0}, std::move(a)).ok());
+    ASSERT_TRUE(tier.Put(std::vector<Index>{b, 0}, std::move(a), *pool).ok());
   }
   // 1 MiB of shared memory holds one block and no spill directory is set:
   // the other went to a file. Every byte comes back, without a copy into the
@@ -446,7 +446,7 @@ TEST_F(ShmIntermediateStoreTest, ViewsFallbackAndErase) {
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     EXPECT_TRUE(ArraysEqual(v->view, blocks[b].view()));
     NDArray part = *NDArray::Allocate(*pool, DTypeId::kFloat64, {10, 20});
-    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, Box({5, 7}, {10, 20}), part.view()).ok());
+    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, Box({5, 7}, {10, 20}), part.view(), *pool).ok());
     EXPECT_TRUE(ArraysEqual(part.view(), blocks[b].view().Slice(Box({5, 7}, {10, 20}))));
   }
   EXPECT_EQ(pool->bytes_in_use(), before);
@@ -485,7 +485,7 @@ TEST_F(ShmIntermediateStoreTest, NewBlockIsWrittenInPlaceAndSealedByPut) {
   EXPECT_EQ(pool->bytes_in_use(), before);  // the bytes are the store's
   FillSynthetic(a->view(), Box({0, 0}, {256, 512}), Shape{512, 512}, 9);
   const std::byte* written_at = a->data();
-  ASSERT_TRUE(tier.Put(b0, *std::move(a)).ok());
+  ASSERT_TRUE(tier.Put(b0, *std::move(a), *pool).ok());
   Result<BlockView> v = tier.View(b0, *pool);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->view.data(), written_at);  // sealed where it was written: no copy
@@ -497,7 +497,7 @@ TEST_F(ShmIntermediateStoreTest, NewBlockIsWrittenInPlaceAndSealedByPut) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(pool->bytes_in_use(), before + (int64_t{1} << 20));
   FillSynthetic(c->view(), Box({256, 0}, {256, 512}), Shape{512, 512}, 9);
-  ASSERT_TRUE(tier.Put(b1, *std::move(c)).ok());
+  ASSERT_TRUE(tier.Put(b1, *std::move(c), *pool).ok());
   EXPECT_EQ(tier.bytes_written(), int64_t{1} << 20);
 
   // Regions of both into the middle of a wider array.
@@ -505,7 +505,7 @@ TEST_F(ShmIntermediateStoreTest, NewBlockIsWrittenInPlaceAndSealedByPut) {
     NDArray got = *NDArray::Zeros(*pool, DTypeId::kFloat64, {40, 100});
     NDArray want = *NDArray::Zeros(*pool, DTypeId::kFloat64, {40, 100});
     const Box region({100, 3}, {30, 70}), place({5, 20}, {30, 70});
-    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, region, got.view().Slice(place)).ok());
+    ASSERT_TRUE(tier.GetRegion(std::vector<Index>{b, 0}, region, got.view().Slice(place), *pool).ok());
     CopyArray(expected(b).view().Slice(region), want.view().Slice(place));
     EXPECT_TRUE(ArraysEqual(got.view(), want.view())) << "block " << b;
   }

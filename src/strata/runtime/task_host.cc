@@ -44,7 +44,7 @@ class TaskHost::LentBlocks : public IntermediateStore {
     if (it != blocks_.end() && --it->second.lent == 0) blocks_.erase(it);
   }
 
-  Status Put(std::span<const Index> block, NDArray /*data*/) override {
+  Status Put(std::span<const Index> block, NDArray /*data*/, MemoryPool& /*staging*/) override {
     return InternalError(fmt::format("block {} of {} was stored on a dask worker",
                                      JoinIndices(block, '.'), name_));
   }
@@ -62,8 +62,8 @@ class TaskHost::LentBlocks : public IntermediateStore {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data, Get(block, pool));
     return BlockView{data->view(), data};
   }
-  Status GetRegion(std::span<const Index> block, const Box& region,
-                   const ArrayView& out) override {
+  Status GetRegion(std::span<const Index> block, const Box& region, const ArrayView& out,
+                   MemoryPool& /*staging*/) override {
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const NDArray> data,
                             Get(block, *MemoryPool::Default()));
     CopyArray(data->view().Slice(region), out);
@@ -137,7 +137,7 @@ Result<std::unique_ptr<TaskHost>> TaskHost::Open(std::shared_ptr<const Plan> pla
         }
         auto object = std::make_unique<ObjectIntermediateStore>(
             host->object_store_, JoinKey(object_prefix, ExternalStoreName(op)), op.node->grid,
-            op.node->dtype, host->pool_->NewChild({"object tier staging", 0}), op.stored_grid);
+            op.node->dtype, op.stored_grid);
         object->Disown();
         host->tiers_[op.index] = std::move(object);
         break;

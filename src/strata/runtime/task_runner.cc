@@ -329,7 +329,7 @@ Status TaskRunner::ExchangeInto(const Node& node, std::span<const Index> block, 
     }
     CopyArray(held->view.Slice(Translate(part, kbox.origin)), dst);
   });
-  if (status.ok() && !reads.empty()) status = tiers_[index]->GetRegions(reads);
+  if (status.ok() && !reads.empty()) status = tiers_[index]->GetRegions(reads, *frame.pool);
   if (!status.ok()) return status.WithContext(fmt::format("{} ({})", node.op_name, node.name));
   return Status::Ok();
 }
@@ -344,7 +344,7 @@ Status TaskRunner::InputRegion(const Node& given, std::span<const Index> block, 
   if (tiered) {
     std::vector<IntermediateStore::RegionRead> reads;
     reads.push_back({Shape(block.begin(), block.end()), Translate(region, kbox.origin), out});
-    return tiers_[index]->GetRegions(reads);
+    return tiers_[index]->GetRegions(reads, *frame.pool);
   }
   if (node.kind == NodeKind::kExchange) return ExchangeInto(node, block, region, out, frame);
   if (Streamable(node)) return RegionOf(node, block, Translate(region, kbox.origin), out, frame);
@@ -369,7 +369,7 @@ Status TaskRunner::ReadPart(const Node& given, std::span<const Index> block, con
   if (op.materialized && op.index != frame.root) {
     std::vector<IntermediateStore::RegionRead> reads;
     reads.push_back({Shape(block.begin(), block.end()), Translate(region, kbox.origin), out});
-    return tiers_[op.index]->GetRegions(reads);
+    return tiers_[op.index]->GetRegions(reads, *frame.pool);
   }
   if (node.kind == NodeKind::kZarrSource && !node.zarr->is_sharded()) {
     // Only the stored bytes holding the region, where the codec decodes runs.
@@ -797,9 +797,9 @@ Status TaskRunner::Run(const TaskId& task, int attempt, TaskFigures* figures,
         IntermediateStore& tier = *tiers_[index];
         if (keep) {  // a result block that readers also find on disk
           STRATA_ASSIGN_OR_RETURN(NDArray copy, NDArray::CopyOf(*frame.pool, out.view()));
-          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy)));
+          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(copy), *frame.pool));
         } else {
-          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out)));
+          STRATA_RETURN_IF_ERROR(tier.Put(block, std::move(out), *frame.pool));
         }
       }
       if (keep) kept->emplace(std::move(out));
