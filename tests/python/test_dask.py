@@ -327,14 +327,16 @@ def test_a_worker_killed_with_the_payloads_last_copy_is_survived(client, dask_sp
     # The run's payload is broadcast, but distributed's active memory manager
     # drops the copies no queued task wants (seen in CI: the worker killed
     # above held the last one, and the run failed with "future cancelled").
-    # Here the copies are dropped to one first, and its holder killed.
+    # Here the copies are dropped to one first, and its holder killed. A task
+    # starting on another worker may fetch the payload again before the
+    # scheduler is asked who holds it (seen in CI: two holders): then the
+    # kill waits for the next task's end and tries again.
     def the_payloads_only_holder():
         keys = [k for k in client.who_has() if str(k).startswith("strata-payload-")]
         assert len(keys) == 1, keys
         client.sync(client.scheduler.replicate, keys=keys, n=1)
         holders = client.who_has()[keys[0]]
-        assert len(holders) == 1, holders
-        return holders[0]
+        return holders[0] if len(holders) == 1 else None
 
     _survives_a_kill(client, dask_spec, the_payloads_only_holder)
 
