@@ -139,8 +139,9 @@ INSTANTIATE_TEST_SUITE_P(Tiers, IntermediateStoreConformance,
 
 // The object tier stages in the pool it is given (the calling task's, so
 // that the task's measured memory counts it), one object at a time: a block
-// of (8, 6) kept as stored chunks of (2, 6) puts and reads back through one
-// 96-byte buffer; a block kept as one object is put without one.
+// of (8, 6) kept as stored chunks of (2, 6) is put through one 96-byte
+// buffer at a time, a block kept as one object without one; a region read
+// stages one GET's byte range at a time.
 TEST(ObjectTierTest, StagesOneObjectAtATimeInTheCallersPool) {
   auto store = std::make_shared<MemoryStore>();
   const ChunkGrid grid = *ChunkGrid::Regular({16, 6}, {8, 6});
